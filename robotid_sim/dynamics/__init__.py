@@ -1,0 +1,18 @@
+"""Dynamics core: batched Newton–Euler regressor, base parameters, friction, forward dynamics."""
+
+from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
+from robotid_sim.dynamics.forward import forward_dynamics_from_inverse, mass_matrix_from_inverse
+from robotid_sim.dynamics.friction import (
+    CoulombViscous,
+    FrictionModel,
+    NoFriction,
+    NonlinearExponent,
+    Stribeck,
+    friction_from_dict,
+)
+
+__all__ = [
+    "BaseParameters", "CoulombViscous", "FrictionModel", "NoFriction", "NonlinearExponent",
+    "Stribeck", "compute_base_parameters", "forward_dynamics_from_inverse", "friction_from_dict",
+    "mass_matrix_from_inverse",
+]

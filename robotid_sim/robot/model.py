@@ -1,0 +1,259 @@
+"""The :class:`Robot`: a fixed-base serial arm with its true parameters (SPEC §3–4).
+
+Signals: ``q`` joint positions (rad or m), ``qd`` velocities, ``qdd`` accelerations, ``tau``
+joint torques/forces, all arrays (N, n) for N samples of an n-joint arm.
+
+Parameter vector theta, per joint j (1-based in names), in this order:
+``XXj XYj XZj YYj YZj ZZj MXj MYj MZj Mj`` (standard inertial parameters of link j about its
+frame origin, SPEC §4), then ``Iaj`` if the sidecar gives rotor inertia, then the linear
+friction parameters of the sidecar's model (e.g. ``fcj fvj Sj``), as in seed 001 Eq. 8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
+from robotid_sim.dynamics.friction import FrictionModel, NoFriction, friction_from_dict
+from robotid_sim.dynamics.newton_euler import inertial_regressor, rnea
+from robotid_sim.dynamics.states import as_states
+from robotid_sim.errors import ConfigError, ModelError
+from robotid_sim.robot.chain import INERTIAL_NAMES, Joint
+from robotid_sim.robot.sidecar import Sidecar, load_sidecar
+from robotid_sim.robot.urdf import parse_urdf
+
+#: velocity and acceleration bounds used for random states when a robot has no sidecar limits
+DEFAULT_VELOCITY_LIMIT = 2.0
+DEFAULT_ACCELERATION_LIMIT = 5.0
+
+
+def _per_joint(value, n: int, what: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ConfigError(f"sidecar field '{what}' must have {n} values (one per joint), got {arr.shape}")
+    return arr
+
+
+@dataclass
+class Robot:
+    """A robot model with its exact, known parameters.
+
+    Build one with :func:`load_robot`. Every dynamics method is batched over samples.
+    """
+
+    name: str
+    joints: list[Joint]
+    gravity: np.ndarray
+    friction: FrictionModel
+    rotor_inertia: np.ndarray | None
+    gear_ratio: np.ndarray
+    velocity_limit: np.ndarray
+    acceleration_limit: np.ndarray
+    urdf_path: Path | None = None
+    sidecar: Sidecar | None = None
+    _base: BaseParameters | None = field(default=None, repr=False)
+
+    # ----------------------------------------------------------------- description
+    @property
+    def n_dof(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> list[str]:
+        return [j.name for j in self.joints]
+
+    @property
+    def joint_kinds(self) -> list[str]:
+        return [j.kind for j in self.joints]
+
+    @property
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper position limits (n,); ±inf for continuous joints."""
+        return np.array([j.lower for j in self.joints]), np.array([j.upper for j in self.joints])
+
+    @property
+    def inertials(self) -> np.ndarray:
+        """True standard inertial parameters (n, 10)."""
+        return np.array([j.inertial for j in self.joints])
+
+    @property
+    def _block(self) -> int:
+        return 10 + (self.rotor_inertia is not None) + len(self.friction.suffixes)
+
+    @cached_property
+    def parameter_names(self) -> list[str]:
+        names = []
+        for j in range(self.n_dof):
+            names += [f"{k}{j + 1}" for k in INERTIAL_NAMES]
+            if self.rotor_inertia is not None:
+                names.append(f"Ia{j + 1}")
+            names += self.friction.parameter_names(j)
+        return names
+
+    @property
+    def n_parameters(self) -> int:
+        return self.n_dof * self._block
+
+    def true_parameters(self) -> np.ndarray:
+        """Standard parameters theta (p,) including rotor inertia and linear friction."""
+        fv = self.friction.values()
+        blocks = []
+        for j in range(self.n_dof):
+            blocks.append(self.joints[j].inertial)
+            if self.rotor_inertia is not None:
+                blocks.append([self.rotor_inertia[j]])
+            blocks.append(fv[j])
+        return np.concatenate(blocks)
+
+    def parameter_slices(self) -> dict[str, np.ndarray]:
+        """Indices into theta of each parameter group: 'inertial', 'rotor', 'friction'."""
+        idx = np.arange(self.n_parameters).reshape(self.n_dof, self._block)
+        has_ia = self.rotor_inertia is not None
+        return {
+            "inertial": idx[:, :10].ravel(),
+            "rotor": idx[:, 10:10 + has_ia].ravel(),
+            "friction": idx[:, 10 + has_ia:].ravel(),
+        }
+
+    # ----------------------------------------------------------------- dynamics
+    def regressor(self, q, qd, qdd) -> np.ndarray:
+        """Regressor Y (N, n, p) with Y @ theta = inverse dynamics incl. rotor and friction.
+
+        Computed by a Newton–Euler recursion vectorised over the N samples. The returned array
+        may be a strided view; use ``np.ascontiguousarray`` if you need a contiguous copy.
+        """
+        n = self.n_dof
+        q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
+        N = q.shape[0]
+        Yi = inertial_regressor(self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity)
+        b = self._block
+        Y = np.zeros((N, n, n, b))
+        Y[..., :10] = Yi.transpose(3, 0, 1, 2)
+        col = 10
+        diag = np.arange(n)
+        if self.rotor_inertia is not None:
+            Y[:, diag, diag, col] = qdd
+            col += 1
+        k = len(self.friction.suffixes)
+        if k:
+            Y[:, diag, diag, col:col + k] = self.friction.columns(qd)
+        return Y.reshape(N, n, n * b)
+
+    def rigid_body_torque(self, q, qd, qdd, gravity: bool = True) -> np.ndarray:
+        """Rigid-body torque (N, n) by the batched RNEA (no rotor inertia, no friction)."""
+        q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
+        g = self.gravity if gravity else np.zeros(3)
+        return rnea(self.joints, self.inertials, q.T.copy(), qd.T.copy(), qdd.T.copy(), g).T
+
+    def inverse_dynamics(self, q, qd, qdd) -> np.ndarray:
+        """True motor torque (N, n): rigid body + rotor inertia + friction (any friction model)."""
+        q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
+        tau = self.rigid_body_torque(q, qd, qdd)
+        if self.rotor_inertia is not None:
+            tau = tau + self.rotor_inertia * qdd
+        return tau + self.friction.torque(qd)
+
+    def mass_matrix(self, q) -> np.ndarray:
+        """Joint-space mass matrix (N, n, n), rotor inertia on the diagonal included."""
+        n = self.n_dof
+        (q,) = as_states(n, q=q)
+        N = q.shape[0]
+        q_rep = np.tile(q, (n, 1))
+        e = np.repeat(np.eye(n), N, axis=0)
+        cols = self.rigid_body_torque(q_rep, np.zeros_like(q_rep), e, gravity=False)
+        M = cols.reshape(n, N, n).transpose(1, 2, 0)
+        if self.rotor_inertia is not None:
+            M = M + np.diag(self.rotor_inertia)
+        return M
+
+    def bias_torque(self, q, qd) -> np.ndarray:
+        """h(q, qd) (N, n): Coriolis, centrifugal, gravity and friction torque at qdd = 0."""
+        q, qd = as_states(self.n_dof, q=q, qd=qd)
+        return self.rigid_body_torque(q, qd, np.zeros_like(q)) + self.friction.torque(qd)
+
+    def forward_dynamics(self, q, qd, tau) -> np.ndarray:
+        """qdd (N, n) = M(q)^-1 (tau - h(q, qd)) for the true model."""
+        q, qd, tau = as_states(self.n_dof, q=q, qd=qd, tau=tau)
+        M = self.mass_matrix(q)
+        return np.linalg.solve(M, (tau - self.bias_torque(q, qd))[..., None])[..., 0]
+
+    # ----------------------------------------------------------------- base parameters
+    def random_states(self, rng: np.random.Generator, N: int) -> tuple[np.ndarray, ...]:
+        """Random (q, qd, qdd), each (N, n), inside the position, velocity, acceleration limits."""
+        lo, hi = self.position_limits
+        lo = np.where(np.isfinite(lo), lo, -np.pi)
+        hi = np.where(np.isfinite(hi), hi, np.pi)
+        q = rng.uniform(lo, hi, size=(N, self.n_dof))
+        qd = rng.uniform(-1, 1, size=(N, self.n_dof)) * self.velocity_limit
+        qdd = rng.uniform(-1, 1, size=(N, self.n_dof)) * self.acceleration_limit
+        return q, qd, qdd
+
+    def base_parameters(self, n_samples: int | None = None, seed: int = 0) -> BaseParameters:
+        """Base parameters (cached for the default arguments)."""
+        default = n_samples is None and seed == 0
+        if default and self._base is not None:
+            return self._base
+        n_samples = n_samples or max(200, 4 * self.n_parameters // self.n_dof)
+        base = compute_base_parameters(
+            self.regressor, self.random_states, self.parameter_names, self.true_parameters(),
+            n_samples=n_samples, seed=seed,
+        )
+        if default:
+            self._base = base
+        return base
+
+    def with_parameters(self, theta: np.ndarray) -> Robot:
+        """A copy of this robot whose standard parameters are ``theta`` (p,)."""
+        theta = np.asarray(theta, float)
+        if theta.shape != (self.n_parameters,):
+            raise ModelError(f"theta must have {self.n_parameters} values, got {theta.shape}")
+        blocks = theta.reshape(self.n_dof, self._block)
+        joints = [Joint(**{**j.__dict__, "inertial": blocks[i, :10].copy()}) for i, j in enumerate(self.joints)]
+        has_ia = self.rotor_inertia is not None
+        friction = self.friction
+        if friction.suffixes:
+            friction = friction.with_values(blocks[:, 10 + has_ia:])
+        return Robot(
+            name=self.name, joints=joints, gravity=self.gravity, friction=friction,
+            rotor_inertia=blocks[:, 10].copy() if has_ia else None, gear_ratio=self.gear_ratio,
+            velocity_limit=self.velocity_limit, acceleration_limit=self.acceleration_limit,
+            urdf_path=self.urdf_path, sidecar=self.sidecar,
+        )
+
+
+def robot_from_urdf(urdf: str | Path, sidecar: str | Path | Sidecar | None = None) -> Robot:
+    """Build a :class:`Robot` from a URDF path and an optional sidecar (path or object).
+
+    Without a sidecar the robot has no friction, no rotor inertia, gravity -9.81 along z and
+    velocity/acceleration limits from the URDF (or defaults).
+    """
+    name, joints, _ = parse_urdf(urdf)
+    n = len(joints)
+    sc = load_sidecar(sidecar) if isinstance(sidecar, str | Path) else sidecar
+    if sc is None:
+        vel = np.array([j.velocity_limit for j in joints])
+        vel = np.where(np.isfinite(vel), vel, DEFAULT_VELOCITY_LIMIT)
+        return Robot(
+            name=name, joints=joints, gravity=np.array([0.0, 0.0, -9.81]), friction=NoFriction(n),
+            rotor_inertia=None, gear_ratio=np.ones(n), velocity_limit=vel,
+            acceleration_limit=np.full(n, DEFAULT_ACCELERATION_LIMIT),
+            urdf_path=Path(urdf) if not str(urdf).lstrip().startswith("<") else None,
+        )
+    return Robot(
+        name=name,
+        joints=joints,
+        gravity=np.asarray(sc.gravity, float),
+        friction=friction_from_dict(sc.friction, n),
+        rotor_inertia=None if sc.rotor_inertia is None else _per_joint(sc.rotor_inertia, n, "rotor_inertia"),
+        gear_ratio=_per_joint(sc.gear_ratio, n, "gear_ratio"),
+        velocity_limit=_per_joint(sc.limits.velocity, n, "limits.velocity"),
+        acceleration_limit=_per_joint(sc.limits.acceleration, n, "limits.acceleration"),
+        urdf_path=Path(urdf) if not str(urdf).lstrip().startswith("<") else None,
+        sidecar=sc,
+    )

@@ -1,0 +1,1 @@
+"""Bundled scenarios: YAML studies named after robot and seed."""
