@@ -54,7 +54,11 @@ class BaseParameters:
 
     @property
     def expressions(self) -> list[sympy.Expr]:
-        """Each base parameter as a sympy linear combination of standard parameters."""
+        """Each base parameter as a sympy linear combination of standard parameters.
+
+        Coefficients carry 10 significant digits; :meth:`table` prints them in their shortest
+        form (``ZZ1 + 0.1296*M2``).
+        """
         symbols = sympy.symbols(self.standard_names)
         out = []
         for row in self.K:
@@ -65,7 +69,7 @@ class BaseParameters:
                 if abs(c - 1.0) < 1e-12:
                     expr += s
                 else:
-                    expr += sympy.Float(float(f"{c:.6g}"), 6) * s
+                    expr += sympy.Float(f"{c:.10g}") * s
             out.append(expr)
         return out
 
@@ -80,7 +84,7 @@ class BaseParameters:
     def table(self) -> list[tuple[str, str, float]]:
         """Rows (name, expression, true value) for reports."""
         return [
-            (name, str(expr), float(v))
+            (name, sympy.sstr(expr, full_prec=False), float(v))
             for name, expr, v in zip(self.names, self.expressions, self.true_values(), strict=True)
         ]
 

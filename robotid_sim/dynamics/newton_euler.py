@@ -97,50 +97,90 @@ def forward_pass(
     return out
 
 
-def _inertia_times(v: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Coefficients c (6, ...) with vᵀ (I w) = c · [XX, XY, XZ, YY, YZ, ZZ]."""
-    return np.array(
-        [
-            v[0] * w[0],
-            v[0] * w[1] + v[1] * w[0],
-            v[0] * w[2] + v[2] * w[0],
-            v[1] * w[1],
-            v[1] * w[2] + v[2] * w[1],
-            v[2] * w[2],
-        ]
-    )
+def _skew(v: np.ndarray) -> np.ndarray:
+    """[v]x (N, 3, 3) for v (3, N)."""
+    S = np.zeros((v.shape[1], 3, 3))
+    S[:, 0, 1], S[:, 0, 2], S[:, 1, 2] = -v[2], v[1], -v[0]
+    S[:, 1, 0], S[:, 2, 0], S[:, 2, 1] = v[2], -v[1], v[0]
+    return S
+
+
+def _link_wrench_regressor(w: np.ndarray, dw: np.ndarray, a: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Fill A (N, 6, 10): link wrench about the frame origin, rows (n; f), per standard parameter.
+
+    n = I dw + w x (I w) + mc x a and f = M a + dw x mc + w x (w x mc) (Newton–Euler,
+    seed 003 Eq. 5–6), with the columns XX XY XZ YY YZ ZZ MX MY MZ M. ``w, dw, a`` are (3, N).
+    Entries that are always zero (moment rows x M, force rows x inertia) must be zero in ``A``.
+    """
+    wx, wy, wz = w
+    dx, dy, dz = dw
+    # moment rows, inertia columns: L(dw) + [w]x L(w), with I v = L(v) [XX XY XZ YY YZ ZZ]
+    A[:, 0, 0] = dx
+    A[:, 0, 1] = dy - wx * wz
+    A[:, 0, 2] = dz + wx * wy
+    A[:, 0, 3] = -wy * wz
+    A[:, 0, 4] = wy * wy - wz * wz
+    A[:, 0, 5] = wy * wz
+    A[:, 1, 0] = wx * wz
+    A[:, 1, 1] = dx + wy * wz
+    A[:, 1, 2] = wz * wz - wx * wx
+    A[:, 1, 3] = dy
+    A[:, 1, 4] = dz - wx * wy
+    A[:, 1, 5] = -wx * wz
+    A[:, 2, 0] = -wx * wy
+    A[:, 2, 1] = wx * wx - wy * wy
+    A[:, 2, 2] = dx - wy * wz
+    A[:, 2, 3] = wx * wy
+    A[:, 2, 4] = dy + wx * wz
+    A[:, 2, 5] = dz
+    # moment rows, first-moment columns: mc x a = -[a]x mc
+    A[:, 0:3, 6:9] = -_skew(a)
+    # force rows: [dw]x + [w]x[w]x on mc, a on M
+    W = _skew(w)
+    A[:, 3:6, 6:9] = _skew(dw) + W @ W
+    A[:, 3:6, 9] = a.T
+    return A
 
 
 def inertial_regressor(
-    joints: Sequence[Joint], qT: np.ndarray, qdT: np.ndarray, qddT: np.ndarray, gravity: np.ndarray
+    joints: Sequence[Joint],
+    qT: np.ndarray,
+    qdT: np.ndarray,
+    qddT: np.ndarray,
+    gravity: np.ndarray,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Inertial regressor in internal layout (n, n, 10, N): ``Y[i, j, k]`` multiplies parameter
-    k of link j in the torque of joint i (zero for i > j).
+    """Inertial regressor (N, n, n, 10): ``Y[s, i, j, k]`` multiplies parameter k of link j in
+    the torque of joint i at sample s (zero for i > j). Written into ``out`` if given.
 
-    For each joint i ≤ j the motion axis of joint i expressed at frame j is the pair (u, v)
-    (angular, linear); then tau_i += u · n_j + v · f_j with the link-j wrench about its frame
-    origin, n_j = I dw + w × I w + mc × a and f_j = M a + dw × mc + w × (w × mc),
-    both linear in the 10 standard parameters.
+    For each joint i <= j, psi_ij (6,) is the motion axis of joint i expressed at the origin of
+    frame j (angular part, linear part); then tau_i += psi_ij · A_j theta_j with A_j the link-j
+    wrench regressor. The psi of all i <= j are carried from frame j-1 to frame j by one batched
+    6x6 motion transform, psi' = (E u, E (v + u x p)), and each link costs one batched
+    (j x 6) @ (6 x 10) product.
     """
     n, N = qT.shape
     fp = forward_pass(joints, qT, qdT, qddT, gravity)
-    Y = np.zeros((n, n, 10, N))
-    u = np.zeros((3, 0, N))
-    v = np.zeros((3, 0, N))
+    if out is None:
+        out = np.zeros((N, n, n, 10))
+    # buffers reused across links (fresh large allocations cost more than the arithmetic)
+    psi, psi_next = np.zeros((N, n, 6)), np.zeros((N, n, 6))
+    XT = np.zeros((N, 6, 6))
+    A = np.zeros((N, 6, 10))
     for j, joint in enumerate(joints):
-        E, p = fp.E[j], fp.p[j][:, None, :]
-        # carry the axes of joints < j from frame j-1 to frame j
-        v = rotate(E, v + cross(u, p))
-        u = rotate(E, u)
-        own = np.broadcast_to(joint.axis[:, None, None], (3, 1, N))
-        zero = np.zeros((3, 1, N))
-        u = np.concatenate([u, own if joint.kind == "revolute" else zero], axis=1)
-        v = np.concatenate([v, zero if joint.kind == "revolute" else own], axis=1)
-        w, dw, a = (x[:, None, :] for x in (fp.w[j], fp.dw[j], fp.a[j]))
-        Y[: j + 1, j, 0:6] = (_inertia_times(u, dw) + _inertia_times(cross(u, w), w)).transpose(1, 0, 2)
-        Y[: j + 1, j, 6:9] = (cross(a, u) + cross(v, dw) + cross(cross(v, w), w)).transpose(1, 0, 2)
-        Y[: j + 1, j, 9] = (v * a).sum(axis=0)
-    return Y
+        if j > 0:
+            # psi' (row) = psi (row) @ X^T with X^T = [[E^T, [p]x E^T], [0, E^T]]
+            Et = fp.E[j].transpose(2, 1, 0)  # (N or 1, 3, 3): E^T per sample
+            XT[:, :3, :3] = Et
+            XT[:, 3:, 3:] = Et
+            XT[:, :3, 3:] = _skew(np.broadcast_to(fp.p[j], (3, N))) @ Et
+            np.matmul(psi[:, :j], XT, out=psi_next[:, :j])
+            psi, psi_next = psi_next, psi
+        psi[:, j] = 0.0
+        psi[:, j, slice(0, 3) if joint.kind == "revolute" else slice(3, 6)] = joint.axis
+        _link_wrench_regressor(fp.w[j], fp.dw[j], fp.a[j], A)
+        np.matmul(psi[:, : j + 1], A, out=out[:, : j + 1, j, :])
+    return out
 
 
 def rnea(

@@ -41,9 +41,12 @@ def _rot_z(t):
     return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
 
 
-def _hom(R=np.eye(3), p=np.zeros(3)):
+def _hom(R=None, p=None):
     T = np.eye(4)
-    T[:3, :3], T[:3, 3] = R, p
+    if R is not None:
+        T[:3, :3] = R
+    if p is not None:
+        T[:3, 3] = p
     return T
 
 

@@ -125,16 +125,14 @@ class Robot:
     def regressor(self, q, qd, qdd) -> np.ndarray:
         """Regressor Y (N, n, p) with Y @ theta = inverse dynamics incl. rotor and friction.
 
-        Computed by a Newton–Euler recursion vectorised over the N samples. The returned array
-        may be a strided view; use ``np.ascontiguousarray`` if you need a contiguous copy.
+        Computed by a Newton–Euler recursion vectorised over the N samples.
         """
         n = self.n_dof
         q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
         N = q.shape[0]
-        Yi = inertial_regressor(self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity)
         b = self._block
         Y = np.zeros((N, n, n, b))
-        Y[..., :10] = Yi.transpose(3, 0, 1, 2)
+        inertial_regressor(self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity, out=Y[..., :10])
         col = 10
         diag = np.arange(n)
         if self.rotor_inertia is not None:

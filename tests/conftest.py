@@ -1,0 +1,36 @@
+"""Shared fixtures: bundled robots, the in-test 6-joint URDF, a PyBullet reference body."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from arm6 import arm6_urdf  # noqa: E402
+
+import robotid_sim as rid  # noqa: E402
+
+BUNDLED = ["planar3r", "scara", "three_axis", "prrrp", "hyper9"]
+
+
+@pytest.fixture(scope="session")
+def arm6_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("arm6") / "arm6.urdf"
+    path.write_text(arm6_urdf())
+    return path
+
+
+@pytest.fixture(scope="session")
+def robots(arm6_path) -> dict[str, rid.Robot]:
+    out = {name: rid.load_robot(name) for name in BUNDLED}
+    out["arm6"] = rid.load_robot(arm6_path)
+    return out
+
+
+@pytest.fixture()
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
