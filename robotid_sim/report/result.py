@@ -1,0 +1,72 @@
+"""The data a study hands to the report: plain values and arrays, no live objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class EstimatorOutcome:
+    """What one estimator produced in a study.
+
+    Attributes:
+        name: estimator name (e.g. ``"wls"``).
+        parameter_names: names of the identified parameters (b,).
+        values: identified values (b,).
+        std: standard deviations (b,) where the method gives them, else None.
+        true_values: the truth for the same parameters (b,) when known (simulation), else None.
+        metrics: flat mapping: scalars (``torque_rms_total``, ``base_parameter_error``,
+            ``fit_time_s``, ``condition_number``, ...) and per-joint lists (``torque_rms``,
+            ``rsd``, ``agreement_index``).
+        tau_predicted: predicted torque (N, n) on the validation trajectory.
+        history: parameter evolution (K, b) for online methods, else None.
+        history_t: time or iteration stamps (K,) of ``history``.
+        model_path: where the identified model was saved, relative to the run folder.
+    """
+
+    name: str
+    parameter_names: list[str]
+    values: np.ndarray
+    std: np.ndarray | None
+    true_values: np.ndarray | None
+    metrics: dict[str, float | list[float]]
+    tau_predicted: np.ndarray
+    history: np.ndarray | None = None
+    history_t: np.ndarray | None = None
+    model_path: str | None = None
+
+
+@dataclass
+class StudyResult:
+    """Everything a report shows about one run.
+
+    Attributes:
+        title: scenario name.
+        robot_name: robot name.
+        joint_names: (n,) joint names.
+        scenario: the validated scenario as plain data.
+        t_validation: (N,) time of the validation trajectory.
+        tau_measured: (N, n) measured torque on the validation trajectory.
+        tau_true: (N, n) noise-free torque on the validation trajectory, if known.
+        outcomes: one per estimator, in the scenario's order.
+        base_parameter_table: rows (name, expression, true value) of the robot's base parameters.
+        friction_curves: optional {"qd": (M,) velocity grid, "true": (M, n), estimator name: (M, n)}
+            friction torque against velocity.
+        notes: free-text lines (warnings, what was skipped and why).
+        info: extra key/values shown at the top (seed, noise, excitation, condition number, ...).
+    """
+
+    title: str
+    robot_name: str
+    joint_names: list[str]
+    scenario: dict
+    t_validation: np.ndarray
+    tau_measured: np.ndarray
+    tau_true: np.ndarray | None
+    outcomes: list[EstimatorOutcome]
+    base_parameter_table: list[tuple[str, str, float]] = field(default_factory=list)
+    friction_curves: dict[str, np.ndarray] | None = None
+    notes: list[str] = field(default_factory=list)
+    info: dict[str, str] = field(default_factory=dict)
