@@ -1,0 +1,18 @@
+"""robotid_sim's built-in plugins (installed as the package ``robotid_sim_plugins``).
+
+Each module here is one plugin: it implements one or more hooks of
+:mod:`robotid_sim.hookspecs` with ``@hookimpl`` functions, for example::
+
+    @hookimpl
+    def register_estimators(register):
+        register("ols", OLSEstimator)
+
+Nothing in robotid_sim imports these modules by name. Each is declared as an entry point of
+the ``robotid_sim`` group in robotid_sim's ``pyproject.toml`` (``ols =
+"robotid_sim_plugins.ols"``) and loaded by :mod:`robotid_sim.plugins` exactly like a
+third-party plugin package would be, so the built-ins are the reference examples of the plugin
+interface (see ``docs/plugins.md`` and ``examples/plugin_template/``). A new built-in plugin is
+a new module here plus its entry-point line; adding it to
+:data:`robotid_sim.plugins.DEFAULT_PLUGINS` as well keeps it available when the installed
+package metadata is stale.
+"""

@@ -1,0 +1,234 @@
+"""Build any excitation from a YAML-style mapping (scenarios, robot sidecars, ``describe()``).
+
+Every mapping has a ``type``; the other keys depend on it. Recipes need the robot (its limits
+and, to optimise, its base regressor); fully explicit descriptions — what
+:meth:`~robotid_sim.excitation.base.Excitation.describe` writes — rebuild the same trajectory.
+
+==================  =========================================================================
+type                keys
+==================  =========================================================================
+fourier             recipe: harmonics, base_frequency (Hz), periods, seed, margin, optimize
+                    (true or a mapping of :func:`optimize_fourier` options: maxiter, popsize,
+                    sample_rate_hz, tol, mutation, recombination, max_time_s); explicit: q0,
+                    a, b, omega_f (rad/s), periods
+sequential_sine     amplitudes, frequencies ('auto' or rad/s), order, hold, dwell, cycles,
+                    ramp_cycles, margin
+single_joint_sine   hold, joint, amplitude, frequency, cycles, ramp_cycles
+polynomial          waypoints (K, n) | q_start, q_end, via | random_waypoints (count, with
+                    seed, margin); durations ('auto', seconds or a list); back_and_forth;
+                    sine_amplitude, sine_frequency | prismatic_sine {amplitude, frequency};
+                    ramp_fraction
+stepwise            the keyword options of :class:`StepwiseExcitation`
+constant_velocity   start, velocity, cruise_time, ramp_time, cruise_label, ramp_label
+hold                pose, duration, label
+sequence            parts (list of mappings), labels
+==================  =========================================================================
+
+Example: ``{"type": "fourier", "harmonics": 5, "base_frequency": 0.04, "periods": 2,
+"optimize": {"maxiter": 30}, "seed": 0}``. An unknown type or key raises
+:class:`~robotid_sim.errors.ConfigError` naming it and listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from robotid_sim.errors import ConfigError
+from robotid_sim.excitation.base import Concatenation, Excitation, Hold, JointLimits
+from robotid_sim.excitation.fourier import FourierExcitation
+from robotid_sim.excitation.optimize import optimize_fourier
+from robotid_sim.excitation.polynomial import QuinticPolynomial, prismatic_sines
+from robotid_sim.excitation.sequential import SequentialSine, SingleJointSine
+from robotid_sim.excitation.stepwise import ConstantVelocity, StepwiseExcitation
+
+logger = logging.getLogger(__name__)
+
+Builder = Callable[[dict, Any], Excitation]
+
+_OPTIMIZE_KEYS = ("maxiter", "popsize", "sample_rate_hz", "tol", "mutation", "recombination",
+                  "max_time_s")
+
+
+def _check_keys(kind: str, mapping: Mapping, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(mapping) - set(allowed) - {"type"})
+    if unknown:
+        raise ConfigError(f"unknown field(s) {', '.join(repr(k) for k in unknown)} for excitation "
+                          f"type '{kind}'; valid fields: {', '.join(sorted(allowed))}")
+
+
+def _need_robot(kind: str, robot) -> None:
+    if robot is None:
+        raise ConfigError(f"excitation type '{kind}' needs the robot (its joint limits)")
+
+
+def _fourier(cfg: dict, robot) -> Excitation:
+    explicit = ("q0", "a", "b", "omega_f", "periods")
+    recipe = ("harmonics", "base_frequency", "periods", "seed", "margin", "optimize")
+    if any(k in cfg for k in ("q0", "a", "b")):
+        _check_keys("fourier", cfg, explicit)
+        missing = [k for k in ("q0", "a", "b", "omega_f") if k not in cfg]
+        if missing:
+            raise ConfigError(f"explicit Fourier excitation misses {missing}; give q0, a, b, omega_f")
+        return FourierExcitation(cfg["q0"], cfg["a"], cfg["b"], float(cfg["omega_f"]),
+                                 int(cfg.get("periods", 1)))
+    _check_keys("fourier", cfg, recipe)
+    _need_robot("fourier", robot)
+    harmonics = int(cfg.get("harmonics", 5))
+    base_frequency = float(cfg.get("base_frequency", 0.04))
+    periods = int(cfg.get("periods", 1))
+    seed = cfg.get("seed", 0)
+    margin = float(cfg.get("margin", 0.0))
+    opt = cfg.get("optimize", False)
+    if opt is False or opt is None:
+        return FourierExcitation.random(robot, harmonics, base_frequency, seed=seed,
+                                        periods=periods, margin=margin)
+    opt = {} if opt is True else opt
+    if not isinstance(opt, Mapping):
+        raise ConfigError(f"'optimize' must be true, false or a mapping of options, got {opt!r}")
+    _check_keys("fourier.optimize", opt, _OPTIMIZE_KEYS)
+    result = optimize_fourier(robot, harmonics, base_frequency, periods=periods, margin=margin,
+                              seed=seed, **opt)
+    return result.excitation
+
+
+def _sequential(cfg: dict, robot) -> Excitation:
+    keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles",
+            "margin")
+    _check_keys("sequential_sine", cfg, keys)
+    _need_robot("sequential_sine", robot)
+    return SequentialSine(robot, **{k: cfg[k] for k in keys if k in cfg})
+
+
+def _single(cfg: dict, robot) -> Excitation:
+    keys = ("hold", "joint", "amplitude", "frequency", "cycles", "ramp_cycles")
+    _check_keys("single_joint_sine", cfg, keys)
+    return SingleJointSine(**{k: cfg[k] for k in keys if k in cfg})
+
+
+def _polynomial(cfg: dict, robot) -> Excitation:
+    keys = ("waypoints", "q_start", "q_end", "via", "random_waypoints", "seed", "margin",
+            "durations", "duration", "back_and_forth", "sine_amplitude", "sine_frequency",
+            "prismatic_sine", "ramp_fraction")
+    _check_keys("polynomial", cfg, keys)
+    if "durations" in cfg and "duration" in cfg:
+        raise ConfigError("give 'durations' or 'duration' for a polynomial excitation, not both")
+    duration = cfg.get("durations", cfg.get("duration", "auto"))
+    n = robot.n_dof if robot is not None else None
+    amp, freq = cfg.get("sine_amplitude"), cfg.get("sine_frequency")
+    if "prismatic_sine" in cfg:
+        _need_robot("polynomial", robot)
+        ps = cfg["prismatic_sine"]
+        if not isinstance(ps, Mapping) or set(ps) - {"amplitude", "frequency"}:
+            raise ConfigError("'prismatic_sine' must be a mapping with 'amplitude' and 'frequency'")
+        amp, freq = prismatic_sines(robot.joint_kinds, ps.get("amplitude", 0.0),
+                                    ps.get("frequency", 1.0))
+    if "waypoints" in cfg:
+        chain = np.atleast_2d(np.asarray(cfg["waypoints"], float))
+    elif "q_start" in cfg or "q_end" in cfg:
+        if "q_start" not in cfg or "q_end" not in cfg:
+            raise ConfigError("give both 'q_start' and 'q_end'")
+        via = np.asarray(cfg.get("via", np.zeros((0, len(cfg["q_start"])))), float)
+        chain = np.vstack([np.atleast_2d(cfg["q_start"]), via.reshape(-1, len(cfg["q_start"])),
+                           np.atleast_2d(cfg["q_end"])])
+    else:
+        _need_robot("polynomial", robot)
+        count = int(cfg.get("random_waypoints", 3))
+        if count < 2:
+            raise ConfigError(f"random_waypoints must be >= 2, got {count}")
+        lim = JointLimits.of(robot).shrunk(float(cfg.get("margin", 0.0)))
+        spread = np.zeros(n) if amp is None else np.abs(np.asarray(amp, float).reshape(n, -1)).sum(1)
+        lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi) + spread
+        upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi) - spread
+        if np.any(upper < lower):
+            raise ConfigError("the sine amplitudes leave no room for waypoints inside the limits")
+        rng = np.random.default_rng(cfg.get("seed", 0))
+        chain = rng.uniform(lower, upper, size=(count, n))
+    if chain.shape[0] < 2:
+        raise ConfigError("a polynomial excitation needs at least two waypoints")
+    if isinstance(duration, str) and duration == "auto":
+        _need_robot("polynomial", robot)
+    return QuinticPolynomial(
+        chain[0], chain[-1], duration, via=chain[1:-1],
+        back_and_forth=bool(cfg.get("back_and_forth", False)), sine_amplitude=amp,
+        sine_frequency=freq, ramp_fraction=float(cfg.get("ramp_fraction", 0.25)),
+        limits=robot,
+    )
+
+
+def _stepwise(cfg: dict, robot) -> Excitation:
+    keys = ("n_poses", "poses", "static_duration", "slow_speed", "speeds", "cruise_time",
+            "min_cruise_time", "fourier_segments", "harmonics", "base_frequency",
+            "fourier_periods", "pose_spread", "margin", "seed")
+    _check_keys("stepwise", cfg, keys)
+    _need_robot("stepwise", robot)
+    return StepwiseExcitation(robot, **{k: cfg[k] for k in keys if k in cfg})
+
+
+def _constant_velocity(cfg: dict, robot) -> Excitation:
+    keys = ("start", "velocity", "cruise_time", "ramp_time", "cruise_label", "ramp_label")
+    _check_keys("constant_velocity", cfg, keys)
+    return ConstantVelocity(**{k: cfg[k] for k in keys if k in cfg})
+
+
+def _hold(cfg: dict, robot) -> Excitation:
+    _check_keys("hold", cfg, ("pose", "duration", "label"))
+    if "pose" not in cfg:
+        raise ConfigError("a 'hold' excitation needs 'pose'")
+    return Hold(cfg["pose"], float(cfg.get("duration", 1.0)), cfg.get("label", "static"))
+
+
+def _sequence(cfg: dict, robot) -> Excitation:
+    _check_keys("sequence", cfg, ("parts", "labels"))
+    parts = tuple(excitation_from_config(p, robot) for p in cfg.get("parts", ()))
+    labels = cfg.get("labels")
+    return Concatenation(parts, tuple(labels) if labels is not None else ())
+
+
+#: builders by ``type``; an excitation plugin may add its own
+EXCITATION_BUILDERS: dict[str, Builder] = {
+    "fourier": _fourier,
+    "sequential_sine": _sequential,
+    "single_joint_sine": _single,
+    "polynomial": _polynomial,
+    "stepwise": _stepwise,
+    "constant_velocity": _constant_velocity,
+    "hold": _hold,
+    "sequence": _sequence,
+}
+
+
+def excitation_from_config(mapping: Mapping[str, Any], robot=None) -> Excitation:
+    """Build an excitation from a YAML-style mapping (see the module docstring for the keys).
+
+    Args:
+        mapping: ``{"type": ..., ...}``.
+        robot: the Robot (or :class:`JointLimits` for types that need no regressor); needed
+            for recipes, optional for explicit descriptions.
+
+    Returns:
+        The excitation. With a robot, its joint count is checked against the robot's.
+
+    Raises:
+        ConfigError: unknown type or field (naming it and listing the valid ones), a missing
+            or invalid value, or a joint-count mismatch.
+    """
+    if not isinstance(mapping, Mapping):
+        raise ConfigError(f"an excitation config must be a mapping with a 'type', got "
+                          f"{type(mapping).__name__}")
+    kind = mapping.get("type")
+    if kind not in EXCITATION_BUILDERS:
+        raise ConfigError(f"unknown excitation type {kind!r}; valid types: "
+                          f"{', '.join(sorted(EXCITATION_BUILDERS))}")
+    try:
+        excitation = EXCITATION_BUILDERS[kind](dict(mapping), robot)
+    except (TypeError, KeyError) as exc:
+        raise ConfigError(f"bad excitation config for type '{kind}': {exc}") from exc
+    if robot is not None and excitation.n_dof != JointLimits.of(robot).n_dof:
+        raise ConfigError(f"excitation '{kind}' has {excitation.n_dof} joints but the robot has "
+                          f"{JointLimits.of(robot).n_dof}")
+    logger.debug("built excitation '%s' (%.2f s)", kind, excitation.duration)
+    return excitation

@@ -1,0 +1,331 @@
+"""Stepwise data collection for stepwise SINDy (seed 000 §3; SPEC §6 and §8 ``stepwise_sindy``).
+
+Seed 000 sorts the arm's motion into three states that activate, in turn, the gravity terms
+(static), the velocity terms (constant velocity) and the inertia terms (variable velocity), and
+collects data in each. "Static" data are taken while the joints creep at a very low constant
+speed, 0.1°/s, to overcome Coulomb dry friction (seed 000 §3, the paragraph after Eq. 34).
+
+:class:`StepwiseExcitation` plays, with smooth rest-to-rest transitions (fifth-order
+polynomials, seed 004 Eq. 39) in between:
+
+1. ``static``: at each of several poses, all joints creep at ``slow_speed`` for
+   ``static_duration`` seconds;
+2. ``constant_velocity``: for each speed level, all joints sweep at constant, per-joint
+   velocities (random directions and ratios, seeded) and then sweep back at the same speeds —
+   both directions, as seed 000 separates forward and backward data for the sign function;
+3. ``variable_velocity``: random feasible Fourier segments (seed 001 Eq. 10).
+
+:attr:`~robotid_sim.excitation.base.Excitation.segments` labels every time range with one of
+``'static' | 'constant_velocity' | 'variable_velocity'``: transitions and the speed ramps of
+the sweeps count as ``variable_velocity``, a creep with its tiny ramps as ``static``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from robotid_sim.errors import ConfigError
+from robotid_sim.excitation.base import (
+    SMOOTHSTEP_PEAK_VELOCITY,
+    Concatenation,
+    Excitation,
+    Hold,
+    JointLimits,
+    Segment,
+    as_float_list,
+    rest_to_rest_duration,
+    smoothstep,
+)
+from robotid_sim.excitation.fourier import FourierExcitation
+from robotid_sim.excitation.polynomial import QuinticPolynomial
+
+logger = logging.getLogger(__name__)
+
+#: 0.1°/s, the creep speed of seed 000 §3 (rad/s)
+SLOW_SPEED = np.deg2rad(0.1)
+#: times are rounded up to this resolution (s)
+_RESOLUTION = 1e-3
+
+
+def _ceil(x: float) -> float:
+    return float(np.ceil(x / _RESOLUTION - 1e-9) * _RESOLUTION)
+
+
+def _ramp_integral(x: np.ndarray) -> np.ndarray:
+    """∫_0^x S(u) du for the quintic smoothstep S (0.5 at x = 1)."""
+    x = np.clip(x, 0.0, 1.0)
+    return x**4 * (2.5 - 3 * x + x**2)
+
+
+@dataclass(frozen=True, eq=False)
+class ConstantVelocity(Excitation):
+    """Ramp up to a constant velocity, cruise, ramp down to rest (all joints together).
+
+    The velocity follows qd = v·S(τ/T_r) up, v during the cruise, v·(1 − S(·)) down, with S the
+    quintic smoothstep, so qdd is continuous and peaks at 15/8·|v|/T_r.
+
+    Attributes:
+        start: start pose (n,).
+        velocity: cruise velocity v (n,).
+        cruise_time: T_c (s).
+        ramp_time: T_r (s) of each ramp.
+        cruise_label: segment label of the cruise.
+        ramp_label: segment label of the ramps.
+    """
+
+    start: np.ndarray
+    velocity: np.ndarray
+    cruise_time: float
+    ramp_time: float
+    cruise_label: str = "constant_velocity"
+    ramp_label: str = "variable_velocity"
+    type_name = "constant_velocity"
+
+    def __post_init__(self):
+        object.__setattr__(self, "start", np.atleast_1d(np.asarray(self.start, float)))
+        object.__setattr__(self, "velocity", np.broadcast_to(
+            np.asarray(self.velocity, float), self.start.shape).copy())
+        if not (self.cruise_time >= 0 and self.ramp_time > 0):
+            raise ConfigError(f"constant-velocity segment needs cruise_time >= 0 and ramp_time > 0, "
+                              f"got {self.cruise_time} and {self.ramp_time}")
+        object.__setattr__(self, "cruise_time", float(self.cruise_time))
+        object.__setattr__(self, "ramp_time", float(self.ramp_time))
+
+    @property
+    def n_dof(self) -> int:
+        return self.start.shape[0]
+
+    @property
+    def duration(self) -> float:
+        return self.cruise_time + 2 * self.ramp_time
+
+    @property
+    def travel(self) -> np.ndarray:
+        """Displacement over the segment (n,): v·(T_c + T_r)."""
+        return self.velocity * (self.cruise_time + self.ramp_time)
+
+    def _evaluate(self, t):
+        Tr, Tc = self.ramp_time, self.cruise_time
+        tau = np.clip(t, 0.0, self.duration)[:, None]
+        x_up = tau / Tr
+        x_dn = (tau - Tr - Tc) / Tr
+        S_up, dS_up, _ = smoothstep(x_up)
+        S_dn, dS_dn, _ = smoothstep(x_dn)
+        # displacement in units of v: ramp-up integral + cruise + ramp-down integral
+        pos = Tr * _ramp_integral(x_up) + np.clip(tau - Tr, 0.0, Tc) \
+            + Tr * (np.clip(x_dn, 0.0, 1.0) - _ramp_integral(x_dn))
+        vel = np.where(tau < Tr, S_up, 1.0 - S_dn)
+        acc = np.where(tau < Tr, dS_up / Tr, np.where(tau > Tr + Tc, -dS_dn / Tr, 0.0))
+        v = self.velocity
+        qd = v * vel
+        qdd = v * acc
+        outside = (t < 0) | (t > self.duration)
+        qd[outside] = 0.0
+        qdd[outside] = 0.0
+        return self.start + v * pos, qd, qdd
+
+    @property
+    def segments(self):
+        Tr, Tc = self.ramp_time, self.cruise_time
+        parts = [Segment(self.ramp_label, 0.0, Tr), Segment(self.cruise_label, Tr, Tr + Tc),
+                 Segment(self.ramp_label, Tr + Tc, self.duration)]
+        out: list[Segment] = []
+        for s in parts:
+            if s.end <= s.start:
+                continue
+            if out and out[-1].label == s.label:
+                out[-1] = Segment(s.label, out[-1].start, s.end)
+            else:
+                out.append(s)
+        return tuple(out)
+
+    def describe(self) -> dict:
+        return {"type": "constant_velocity", "start": as_float_list(self.start),
+                "velocity": as_float_list(self.velocity), "cruise_time": self.cruise_time,
+                "ramp_time": self.ramp_time, "cruise_label": self.cruise_label,
+                "ramp_label": self.ramp_label}
+
+
+def _ramp_time(velocity: np.ndarray, limits: JointLimits) -> float:
+    """Shortest common ramp time with peak |qdd| = 15/8·|v|/T_r within the limits."""
+    return _ceil(max(float(np.max(SMOOTHSTEP_PEAK_VELOCITY * np.abs(velocity)
+                                  / limits.acceleration)), _RESOLUTION))
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class StepwiseExcitation(Excitation):
+    """Static, constant-velocity and variable-velocity data in one trajectory (seed 000 §3).
+
+    The options are stored as given (:meth:`describe` returns them); the trajectory is
+    rebuilt deterministically from them and the robot's limits. See the module docstring.
+    """
+
+    options: dict
+    type_name = "stepwise"
+
+    def __init__(
+        self,
+        robot,
+        *,
+        n_poses: int = 4,
+        poses=None,
+        static_duration: float = 2.0,
+        slow_speed: float = SLOW_SPEED,
+        speeds=(0.3, 0.6, 0.9),
+        cruise_time: float = 4.0,
+        min_cruise_time: float = 0.5,
+        fourier_segments: int = 2,
+        harmonics: int = 3,
+        base_frequency: float = 0.1,
+        fourier_periods: int = 1,
+        pose_spread: float = 0.6,
+        margin: float = 0.02,
+        seed: int = 0,
+    ):
+        """Build the trajectory.
+
+        Args:
+            robot: a Robot or :class:`JointLimits`.
+            n_poses: number of random static poses (ignored when ``poses`` is given).
+            poses: explicit static poses (K, n).
+            static_duration: creep time at each pose (s).
+            slow_speed: creep speed (rad/s or m/s); seed 000: 0.1°/s. 0 holds still.
+            speeds: constant-velocity levels as fractions of each joint's velocity limit.
+            cruise_time: wished cruise time per sweep (s); shortened so the sweep fits the range.
+            min_cruise_time: shortest acceptable cruise (s); speeds are lowered to allow it.
+            fourier_segments: number of variable-velocity Fourier segments.
+            harmonics: harmonics of each Fourier segment.
+            base_frequency: base frequency of the Fourier segments (Hz).
+            fourier_periods: periods per Fourier segment.
+            pose_spread: random poses are drawn from this central fraction of each range.
+            margin: fraction of every limit kept free.
+            seed: random seed (poses, sweep directions, Fourier coefficients).
+        """
+        options = dict(n_poses=int(n_poses), poses=None if poses is None else as_float_list(poses),
+                       static_duration=float(static_duration), slow_speed=float(slow_speed),
+                       speeds=[float(s) for s in np.atleast_1d(speeds)],
+                       cruise_time=float(cruise_time), min_cruise_time=float(min_cruise_time),
+                       fourier_segments=int(fourier_segments), harmonics=int(harmonics),
+                       base_frequency=float(base_frequency), fourier_periods=int(fourier_periods),
+                       pose_spread=float(pose_spread), margin=float(margin), seed=int(seed))
+        object.__setattr__(self, "options", options)
+        object.__setattr__(self, "_sequence", _build_stepwise(JointLimits.of(robot), **options))
+
+    @property
+    def n_dof(self) -> int:
+        return self._sequence.n_dof
+
+    @property
+    def duration(self) -> float:
+        return self._sequence.duration
+
+    def _evaluate(self, t):
+        return self._sequence.evaluate(t)
+
+    @property
+    def segments(self):
+        return self._sequence.segments
+
+    def describe(self) -> dict:
+        out = {"type": "stepwise", **self.options}
+        if out["poses"] is None:
+            del out["poses"]
+        return out
+
+
+def _build_stepwise(limits: JointLimits, *, n_poses, poses, static_duration, slow_speed, speeds,
+                    cruise_time, min_cruise_time, fourier_segments, harmonics, base_frequency,
+                    fourier_periods, pose_spread, margin, seed) -> Concatenation:
+    n = limits.n_dof
+    lim = limits.shrunk(margin)
+    rng = np.random.default_rng(seed)
+    if not 0 < pose_spread <= 1:
+        raise ConfigError(f"pose_spread must be in (0, 1], got {pose_spread}")
+    if any(not 0 < s <= 1 for s in speeds):
+        raise ConfigError(f"speeds are fractions of the velocity limit in (0, 1], got {speeds}")
+    if static_duration < 0 or slow_speed < 0 or min_cruise_time < 0 or cruise_time < min_cruise_time:
+        raise ConfigError("static_duration, slow_speed, min_cruise_time must be >= 0 and "
+                          "cruise_time >= min_cruise_time")
+    lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi)
+    upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi)
+    width = upper - lower
+    centre = 0.5 * (lower + upper)
+
+    parts: list[Excitation] = []
+    labels: list[str | None] = []
+    current = centre.copy()
+
+    def move_to(target: np.ndarray) -> None:
+        nonlocal current
+        T = rest_to_rest_duration(target - current, lim.velocity, lim.acceleration)
+        if T > 0:
+            parts.append(QuinticPolynomial(current, target, _ceil(T)))
+            labels.append("variable_velocity")
+        current = np.asarray(target, float).copy()
+
+    # 1. static poses, crept through at slow_speed (seed 000 §3)
+    creep = np.full(n, float(slow_speed))
+    creep_ramp = _ramp_time(creep, lim) if slow_speed > 0 else 0.0
+    creep_travel = creep * (static_duration + creep_ramp)
+    if poses is None:
+        half = 0.5 * pose_spread * np.maximum(width - creep_travel, 0.0)
+        pose_list = centre - creep_travel / 2 + rng.uniform(-1, 1, size=(int(n_poses), n)) * half
+    else:
+        pose_list = np.atleast_2d(np.asarray(poses, float))
+        if pose_list.shape[1] != n:
+            raise ConfigError(f"static poses must be (K, {n}), got {pose_list.shape}")
+        bad = (pose_list < lower) | (pose_list + creep_travel > upper)
+        if bad.any():
+            k, j = np.argwhere(bad)[0]
+            raise ConfigError(f"static pose {k + 1}, joint {j + 1}: {pose_list[k, j]:.4g} leaves no "
+                              f"room in [{lower[j]:.4g}, {upper[j]:.4g}] for the creep")
+    for pose in pose_list:
+        move_to(pose)
+        if slow_speed > 0:
+            piece = ConstantVelocity(pose, creep, static_duration, creep_ramp, "static", "static")
+            parts.append(piece)
+            labels.append("static")
+            current = pose + piece.travel
+        elif static_duration > 0:
+            parts.append(Hold(pose, static_duration, "static"))
+            labels.append("static")
+
+    # 2. constant-velocity sweeps, forward and back, at each speed level
+    for level in speeds:
+        signs = rng.choice([-1.0, 1.0], size=n)
+        ratio = rng.uniform(0.5, 1.0, size=n)
+        speed = level * ratio * lim.velocity
+        # cap so that the sweep fits: |v|·T_c_min + 15/8·v²/a <= width
+        k2 = SMOOTHSTEP_PEAK_VELOCITY / lim.acceleration
+        cap = (-min_cruise_time + np.sqrt(min_cruise_time**2 + 4 * k2 * width)) / (2 * k2)
+        speed = np.minimum(speed, cap)
+        ramp = _ramp_time(speed, lim)
+        speed = np.minimum(speed, width / (min_cruise_time + ramp))
+        Tc = min(cruise_time, float(np.min(width / speed)) - ramp)
+        Tc = max(np.floor(Tc / _RESOLUTION) * _RESOLUTION, 0.0)
+        v = signs * speed
+        travel = v * (Tc + ramp)
+        start = centre - travel / 2
+        move_to(start)
+        forward = ConstantVelocity(start, v, Tc, ramp)
+        back = ConstantVelocity(start + forward.travel, -v, Tc, ramp)
+        parts += [forward, back]
+        labels += [None, None]
+        current = start + forward.travel + back.travel
+
+    # 3. variable-velocity Fourier segments (seed 001 Eq. 10)
+    for k in range(int(fourier_segments)):
+        fourier = FourierExcitation.random(lim, harmonics=harmonics, base_frequency=base_frequency,
+                                           seed=seed + 1000 + k, periods=fourier_periods)
+        move_to(fourier.q0)
+        parts.append(fourier)
+        labels.append("variable_velocity")
+        current = fourier.q0.copy()
+    if not parts:
+        raise ConfigError("the stepwise excitation is empty: give poses, speeds or Fourier segments")
+    sequence = Concatenation(tuple(parts), tuple(labels))
+    logger.info("stepwise excitation: %d parts, %.1f s", len(parts), sequence.duration)
+    return sequence

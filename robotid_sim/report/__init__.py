@@ -1,0 +1,119 @@
+"""Reports of a study: tables, PNG figures, Markdown and HTML (SPEC §13).
+
+:func:`write_report` is the one entry point the scenario runner needs; the figures, tables and renderers
+are importable on their own from :mod:`robotid_sim.report.plots`, :mod:`robotid_sim.report.tables` and
+:mod:`robotid_sim.report.markdown`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from robotid_sim.report.markdown import render_html, render_markdown
+from robotid_sim.report.plots import (
+    plot_friction_curves,
+    plot_parameter_convergence,
+    plot_parameter_errors,
+    plot_sparsity,
+    plot_torque_comparison,
+    plot_torque_errors,
+)
+from robotid_sim.report.result import EstimatorOutcome, StudyResult
+
+__all__ = ["EstimatorOutcome", "StudyResult", "write_report"]
+
+log = logging.getLogger(__name__)
+
+#: Metric key an estimator sets (a positive float) to get a sparsity figure of its coefficients.
+SPARSITY_THRESHOLD_KEY = "sparsity_threshold"
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", name).strip("._") or "estimator"
+
+
+def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callable[[Path], Path]]]:
+    """The figures that apply to this study: (key, PNG path, function writing it)."""
+    plan: list[tuple[str, Path, Callable[[Path], Path]]] = []
+    if result.outcomes:
+        plan.append(("torque_comparison", plots_dir / "torque_comparison.png",
+                     lambda p: plot_torque_comparison(result, p)))
+        plan.append(("torque_errors", plots_dir / "torque_errors.png", lambda p: plot_torque_errors(result, p)))
+    if any(o.true_values is not None for o in result.outcomes):
+        plan.append(("parameter_errors", plots_dir / "parameter_errors.png",
+                     lambda p: plot_parameter_errors(result, p)))
+    if result.friction_curves and "qd" in result.friction_curves:
+        plan.append(("friction_curves", plots_dir / "friction_curves.png",
+                     lambda p: plot_friction_curves(result, p)))
+    used: set[str] = set()
+    for outcome in result.outcomes:
+        slug = _slug(outcome.name)
+        while slug in used:
+            slug += "_"
+        used.add(slug)
+        if outcome.history is not None and len(outcome.history) > 0:
+            plan.append((f"convergence/{outcome.name}", plots_dir / f"convergence_{slug}.png",
+                         lambda p, o=outcome: plot_parameter_convergence(o, p)))
+        threshold = outcome.metrics.get(SPARSITY_THRESHOLD_KEY)
+        if isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0:
+            plan.append((f"sparsity/{outcome.name}", plots_dir / f"sparsity_{slug}.png",
+                         lambda p, o=outcome, th=float(threshold): plot_sparsity(o.parameter_names, o.values, p, th)))
+    return plan
+
+
+def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
+    """Write the figures, ``report.md`` and ``report.html`` of a study into its run folder.
+
+    Figures go to ``run_dir/plots/``: torque comparison and per-joint torque RMS (when an estimator ran),
+    relative base-parameter errors (when true values are known), friction curves (when
+    ``result.friction_curves`` is set), one convergence plot per estimator with a history, and one
+    sparsity plot per estimator whose metrics carry a positive ``"sparsity_threshold"``. A figure that
+    fails is logged, left out, and named in the report's notes; the report is still written.
+
+    Args:
+        run_dir: the run folder (created if missing).
+        result: the study.
+
+    Returns:
+        ``{"markdown": report.md, "html": report.html, <figure key>: PNG path, ...}``; figure keys are
+        ``"torque_comparison"``, ``"torque_errors"``, ``"parameter_errors"``, ``"friction_curves"``,
+        ``"convergence/<estimator>"`` and ``"sparsity/<estimator>"``.
+
+    Raises:
+        FileExistsError: if any file the report would write already exists; nothing is written then.
+    """
+    run_dir = Path(run_dir)
+    plots_dir = run_dir / "plots"
+    markdown_path, html_path = run_dir / "report.md", run_dir / "report.html"
+    plan = _plan(result, plots_dir)
+    for path in (markdown_path, html_path, *(p for _, p, _ in plan)):
+        if path.exists():
+            raise FileExistsError(f"report file {path} already exists; reports never overwrite, "
+                                  "write into a fresh run folder")
+    if plan:
+        plots_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    written: dict[str, Path] = {}
+    failures: list[str] = []
+    for key, path, draw in plan:
+        try:
+            written[key] = draw(path)
+        except Exception as error:  # a broken figure must not lose the rest of the report
+            log.warning("figure %s failed: %s", key, error, exc_info=True)
+            failures.append(f"figure '{key}' was not drawn: {type(error).__name__}: {error}")
+    if failures:
+        result = dataclasses.replace(result, notes=[*result.notes, *failures])
+    images = {key: path.relative_to(run_dir).as_posix() for key, path in written.items()}
+
+    with open(markdown_path, "x", encoding="utf-8") as fh:
+        fh.write(render_markdown(result, images))
+    with open(html_path, "x", encoding="utf-8") as fh:
+        fh.write(render_html(result, images))
+    log.info("report written to %s", html_path)
+    return {"markdown": markdown_path, "html": html_path, **written}

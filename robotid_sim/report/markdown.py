@@ -1,0 +1,256 @@
+"""The study report as Markdown and as one self-contained HTML page (SPEC §13).
+
+Both show, in this order: title, info key/values, the comparison table, notes, the per-joint torque RMS,
+the identified models, the figures, the base-parameter table and the scenario. The HTML page has inline
+CSS only (no scripts, no external assets) and refers to the figures by their relative paths.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+
+from robotid_sim.report.result import StudyResult
+from robotid_sim.report.tables import Cell, base_parameter_rows, comparison_rows, per_joint_rows
+
+#: Base-parameter tables longer than this are folded into a <details> element in HTML.
+COLLAPSE_ROWS = 40
+
+_CAPTIONS = {
+    "torque_comparison": "Measured vs predicted torque on the validation trajectory",
+    "torque_errors": "Per-joint torque RMS on the validation trajectory",
+    "parameter_errors": "Relative error per base parameter",
+    "friction_curves": "Friction torque against joint velocity",
+}
+_PREFIX_CAPTIONS = {"convergence/": "Parameter convergence: ", "sparsity/": "Coefficient sparsity: "}
+
+
+def image_caption(key: str) -> str:
+    """Caption of a report figure from its key (``"torque_comparison"``, ``"convergence/<estimator>"``, ...).
+
+    Args:
+        key: the figure's key in the ``images`` mapping.
+
+    Returns:
+        A human-readable caption.
+    """
+    if key in _CAPTIONS:
+        return _CAPTIONS[key]
+    for prefix, caption in _PREFIX_CAPTIONS.items():
+        if key.startswith(prefix):
+            return caption + key[len(prefix):]
+    return key.replace("_", " ")
+
+
+def _scenario_text(result: StudyResult) -> str:
+    return json.dumps(result.scenario, indent=2, sort_keys=False, default=str) if result.scenario else ""
+
+
+# --------------------------------------------------------------------------------------------- Markdown
+
+
+def _md_escape(text: str) -> str:
+    """Escape text for a Markdown table cell or paragraph: no raw HTML, no cell breaks, no emphasis."""
+    text = html.escape(str(text), quote=False)
+    for char in "\\|*`":
+        text = text.replace(char, "\\" + char)
+    return text.replace("\n", " ")
+
+
+def _md_code(text: str) -> str:
+    if not text:
+        return ""
+    text = str(text).replace("|", "\\|").replace("\n", " ")
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], code_columns: Sequence[int] = ()) -> list[str]:
+    lines = ["| " + " | ".join(_md_escape(h) for h in headers) + " |",
+             "|" + "|".join([":---"] + ["---:"] * (len(headers) - 1)) + "|"]
+    for row in rows:
+        cells = []
+        for k, cell in enumerate(row):
+            text = _md_code(cell.text) if k in code_columns else _md_escape(cell.text)
+            cells.append(f"**{text}**" if cell.best and text else text)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
+    """The report as Markdown (GitHub-flavoured tables).
+
+    Args:
+        result: the study.
+        images: figure key to path relative to the report (e.g. ``{"torque_comparison":
+            "plots/torque_comparison.png"}``), in display order; see :func:`image_caption` for the keys.
+
+    Returns:
+        The Markdown text, ending with a newline.
+    """
+    out = [f"# {_md_escape(result.title)}", ""]
+    info = {"robot": result.robot_name, **result.info}
+    out += [f"- **{_md_escape(key)}:** {_md_escape(value)}" for key, value in info.items()]
+    out.append("")
+
+    headers, rows = comparison_rows(result)
+    out += ["## Comparison", ""]
+    if rows:
+        out += _md_table(headers, rows)
+        out += ["", "Validation on a trajectory not used for identification; best value per column in **bold**.",
+                ""]
+    else:
+        out += ["No estimator ran.", ""]
+
+    if result.notes:
+        out += ["## Notes", ""]
+        out += [f"- {_md_escape(note)}" for note in result.notes]
+        out.append("")
+
+    if result.outcomes:
+        headers, rows = per_joint_rows(result)
+        out += ["## Torque RMS per joint", ""]
+        out += _md_table(headers, rows)
+        out += ["", "Lowest value per joint in **bold**.", ""]
+
+    models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
+    if models:
+        out += ["## Identified models", ""]
+        out += [f"- {_md_escape(name)}: [{_md_escape(path)}](<{path}>)" for name, path in models]
+        out.append("")
+
+    if images:
+        out += ["## Figures", ""]
+        for key, path in images.items():
+            caption = _md_escape(image_caption(key))
+            out += [f"### {caption}", "", f"![{caption}](<{path}>)", ""]
+
+    headers, rows = base_parameter_rows(result)
+    if rows:
+        out += ["## Base parameters", ""]
+        out += _md_table(headers, rows, code_columns=(1,))
+        out.append("")
+
+    scenario = _scenario_text(result)
+    if scenario:
+        out += ["## Scenario", "", "```json", scenario, "```", ""]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------- HTML
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328; margin: 0;
+       background: #fff; line-height: 1.45; }
+main { max-width: 1180px; margin: 0 auto; padding: 1.5rem 1.5rem 4rem; }
+h1 { font-size: 1.7rem; margin-bottom: 0.3rem; }
+h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; padding-bottom: 0.25rem; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 0.9rem; margin: 0.6rem 0; }
+th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.6rem; }
+th { background: #f6f8fa; text-align: center; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.best { font-weight: 700; background: #dafbe1; }
+td code { font-size: 0.85rem; }
+table.info th { text-align: left; }
+.hint { color: #57606a; font-size: 0.85rem; }
+figure { margin: 1.2rem 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
+figcaption { color: #57606a; font-size: 0.9rem; margin-top: 0.3rem; }
+details summary { cursor: pointer; font-weight: 600; margin: 0.4rem 0; }
+pre { background: #f6f8fa; padding: 0.8rem; overflow-x: auto; font-size: 0.8rem; }
+ul.notes li { margin: 0.2rem 0; }
+""".strip()
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _html_table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], text_columns: Sequence[int] = (0,),
+                code_columns: Sequence[int] = ()) -> list[str]:
+    out = ['<div class="scroll"><table>', "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers)
+           + "</tr></thead>", "<tbody>"]
+    for row in rows:
+        cells = []
+        for k, cell in enumerate(row):
+            classes = [] if k in text_columns or k in code_columns else ["num"]
+            if cell.best:
+                classes.append("best")
+            attr = f' class="{" ".join(classes)}"' if classes else ""
+            body = f"<code>{_esc(cell.text)}</code>" if k in code_columns and cell.text else _esc(cell.text)
+            cells.append(f"<td{attr}>{body}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out += ["</tbody>", "</table></div>"]
+    return out
+
+
+def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
+    """The report as one self-contained HTML page: inline CSS, no scripts, figures by relative path.
+
+    Args:
+        result: the study.
+        images: figure key to path relative to the report, in display order (as for :func:`render_markdown`).
+
+    Returns:
+        The HTML document.
+    """
+    title = _esc(result.title)
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{title} — robotid_sim report</title>", f"<style>\n{_CSS}\n</style>", "</head>", "<body>",
+           "<main>", f"<h1>{title}</h1>"]
+    info = {"robot": result.robot_name, **result.info}
+    out.append('<table class="info"><tbody>')
+    out += [f"<tr><th>{_esc(key)}</th><td>{_esc(value)}</td></tr>" for key, value in info.items()]
+    out.append("</tbody></table>")
+
+    out.append("<h2>Comparison</h2>")
+    headers, rows = comparison_rows(result)
+    if rows:
+        out += _html_table(headers, rows)
+        out.append('<p class="hint">Validation on a trajectory not used for identification; '
+                   "best value per column highlighted.</p>")
+    else:
+        out.append("<p>No estimator ran.</p>")
+
+    if result.notes:
+        out.append("<h2>Notes</h2>")
+        out.append('<ul class="notes">' + "".join(f"<li>{_esc(note)}</li>" for note in result.notes) + "</ul>")
+
+    if result.outcomes:
+        out.append("<h2>Torque RMS per joint</h2>")
+        headers, rows = per_joint_rows(result)
+        out += _html_table(headers, rows)
+        out.append('<p class="hint">Lowest value per joint highlighted.</p>')
+
+    models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
+    if models:
+        out.append("<h2>Identified models</h2>")
+        out.append("<ul>" + "".join(f'<li>{_esc(name)}: <a href="{_esc(path)}">{_esc(path)}</a></li>'
+                                    for name, path in models) + "</ul>")
+
+    if images:
+        out.append("<h2>Figures</h2>")
+        for key, path in images.items():
+            caption = _esc(image_caption(key))
+            out.append(f'<figure><img src="{_esc(path)}" alt="{caption}" loading="lazy">'
+                       f"<figcaption>{caption}</figcaption></figure>")
+
+    headers, rows = base_parameter_rows(result)
+    if rows:
+        out.append("<h2>Base parameters</h2>")
+        table = _html_table(headers, rows, text_columns=(0,), code_columns=(1,))
+        if len(rows) > COLLAPSE_ROWS:
+            out.append(f"<details><summary>{len(rows)} base parameters (click to expand)</summary>")
+            out += table
+            out.append("</details>")
+        else:
+            out += table
+
+    scenario = _scenario_text(result)
+    if scenario:
+        out.append("<h2>Scenario</h2>")
+        out.append(f"<details><summary>scenario as run</summary><pre>{_esc(scenario)}</pre></details>")
+    out += ["</main>", "</body>", "</html>", ""]
+    return "\n".join(out)

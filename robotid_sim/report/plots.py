@@ -1,0 +1,439 @@
+"""PNG figures for the report (SPEC §13): torque fits, errors, parameter convergence, friction, sparsity.
+
+Every function takes plain data and a path, writes one PNG and returns the path. Figures are built with
+:class:`matplotlib.figure.Figure` directly, never through ``pyplot``, so nothing touches matplotlib's
+global state or needs a display, and nothing has to be closed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from robotid_sim.report.result import EstimatorOutcome, StudyResult
+from robotid_sim.report.tables import per_joint_rms
+
+DPI = 110
+_PALETTE = colormaps["tab10"].colors
+_MEASURED = "0.55"
+_TRUTH = "black"
+
+
+def estimator_colors(names: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """One colour per estimator, the same in every figure of a report.
+
+    Args:
+        names: estimator names in the study's order.
+
+    Returns:
+        Name to RGB colour.
+    """
+    return {name: _PALETTE[k % len(_PALETTE)] for k, name in enumerate(names)}
+
+
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, format="png")
+    fig.clear()
+    return path
+
+
+def _grid(fig: Figure, count: int, max_cols: int, sharex: bool) -> list[Axes]:
+    """``count`` axes in a grid of at most ``max_cols`` columns; unused cells hidden, x labels kept visible."""
+    ncols = min(count, max_cols)
+    nrows = math.ceil(count / ncols)
+    axes = fig.subplots(nrows, ncols, sharex=sharex, squeeze=False)
+    flat = list(axes.flat)
+    for k, ax in enumerate(flat):
+        if k >= count:
+            ax.set_visible(False)
+        elif k + ncols >= count:  # nothing visible below this one
+            ax.xaxis.set_tick_params(labelbottom=True)
+    return flat[:count]
+
+
+def _label_bottom(axes: list[Axes], max_cols: int, label: str) -> None:
+    ncols = min(len(axes), max_cols)
+    for k, ax in enumerate(axes):
+        if k + ncols >= len(axes):
+            ax.set_xlabel(label)
+
+
+def _log_if_wide(ax: Axes, values: np.ndarray, ratio: float = 100.0) -> None:
+    positive = values[np.isfinite(values) & (values > 0)]
+    if positive.size and positive.max() / positive.min() > ratio:
+        ax.set_yscale("log")
+
+
+def plot_torque_comparison(result: StudyResult, path: str | Path, max_points: int = 4000) -> Path:
+    """Measured validation torque against each estimator's prediction, one subplot per joint.
+
+    The noise-free torque, when known, is drawn as a thin dashed black line. Samples are decimated to at
+    most ``max_points`` per curve for plotting only.
+
+    Args:
+        result: the study; uses ``t_validation`` (N,), ``tau_measured`` (N, n), ``tau_true`` and each
+            outcome's ``tau_predicted`` (N, n).
+        path: PNG to write.
+        max_points: most samples drawn per curve.
+
+    Returns:
+        ``path``.
+    """
+    t = np.asarray(result.t_validation, dtype=float)
+    measured = np.asarray(result.tau_measured, dtype=float).reshape(len(t), -1)
+    n = measured.shape[1]
+    step = max(1, math.ceil(len(t) / max(1, max_points)))
+    colors = estimator_colors([o.name for o in result.outcomes])
+    max_cols = 1 if n <= 4 else 2
+    nrows = math.ceil(n / max_cols)
+    fig = _figure(12.0 if max_cols == 2 else 10.0, 1.75 * nrows + 1.1)
+    axes = _grid(fig, n, max_cols, sharex=True)
+    names = list(result.joint_names) + [f"joint {j + 1}" for j in range(len(result.joint_names), n)]
+    for j, ax in enumerate(axes):
+        ax.plot(t[::step], measured[::step, j], color=_MEASURED, lw=0.8, label="measured")
+        for outcome in result.outcomes:
+            predicted = np.asarray(outcome.tau_predicted, dtype=float).reshape(len(t), -1)
+            ax.plot(t[::step], predicted[::step, j], color=colors[outcome.name], lw=1.1, label=outcome.name)
+        if result.tau_true is not None:
+            truth = np.asarray(result.tau_true, dtype=float).reshape(len(t), -1)
+            ax.plot(t[::step], truth[::step, j], color=_TRUTH, lw=0.7, ls="--", label="truth (noise-free)")
+        ax.set_title(names[j], fontsize=10, loc="left")
+        ax.set_ylabel("torque")
+        ax.grid(alpha=0.3)
+        ax.margins(x=0)
+    _label_bottom(axes, max_cols, "time [s]")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6), frameon=False)
+    return _save(fig, path)
+
+
+def plot_torque_errors(result: StudyResult, path: str | Path) -> Path:
+    """Grouped bars of the per-joint torque RMS of each estimator; log scale when values span over 100x.
+
+    Args:
+        result: the study.
+        path: PNG to write.
+
+    Returns:
+        ``path``.
+    """
+    n = len(result.joint_names)
+    outcomes = result.outcomes
+    colors = estimator_colors([o.name for o in outcomes])
+    rms = np.array([per_joint_rms(result, o) for o in outcomes]).reshape(len(outcomes), n)
+    fig = _figure(min(13.0, max(6.0, 1.0 + 0.3 * n * max(1, len(outcomes)) + 0.3 * n)), 4.2)
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(outcomes))
+    x = np.arange(n)
+    for k, outcome in enumerate(outcomes):
+        ax.bar(x - 0.4 + width * (k + 0.5), rms[k], width, color=colors[outcome.name], label=outcome.name)
+    _log_if_wide(ax, rms)
+    ax.set_xticks(x, result.joint_names, rotation=30 if n > 6 else 0, ha="right" if n > 6 else "center")
+    ax.set_ylabel("torque RMS on validation")
+    ax.set_title("Per-joint torque RMS (lower is better)", fontsize=11)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    fig.legend(loc="outside lower center", ncols=min(len(outcomes), 5), frameon=False)
+    return _save(fig, path)
+
+
+#: Parameters whose reference value is below this fraction of the largest one count as (numerically) zero.
+NEAR_ZERO = 1e-3
+
+
+def parameter_scale(reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signed denominators for relative errors, guarded for parameters that are (numerically) zero.
+
+    Base parameters such as a first moment about a symmetry axis are exactly zero; an error relative to
+    them is undefined. Those get ``ε = NEAR_ZERO · max|θ|`` instead.
+
+    Args:
+        reference: (b,) reference values θ (true or final).
+
+    Returns:
+        ``(denominator, near_zero)``: (b,) θᵢ, or ε where ``|θᵢ| < ε``; (b,) bool mask of the latter.
+    """
+    reference = np.asarray(reference, dtype=float).ravel()
+    scale = float(np.max(np.abs(reference))) if reference.size else 0.0
+    floor = max(NEAR_ZERO * scale, 1e-300)
+    near_zero = np.abs(reference) < floor
+    return np.where(near_zero, floor, reference), near_zero
+
+
+def relative_parameter_errors(values: np.ndarray, true_values: np.ndarray) -> np.ndarray:
+    """Per-parameter relative error ``|θ̂ᵢ − θᵢ| / max(|θᵢ|, ε)`` with ε from :func:`parameter_scale`.
+
+    Args:
+        values: (b,) identified values.
+        true_values: (b,) true values.
+
+    Returns:
+        (b,) relative errors.
+    """
+    denominator, _ = parameter_scale(true_values)
+    return np.abs(np.asarray(values, dtype=float).ravel() - np.asarray(true_values, dtype=float).ravel()) / np.abs(
+        denominator)
+
+
+def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
+    """Relative error per base parameter (log scale), one marker series per estimator with true values.
+
+    Markers rather than bars keep 90+ parameters and several estimators readable; the legend gives each
+    estimator's median relative error. Parameters whose true value is (numerically) zero are drawn hollow:
+    their error is relative to ``ε = 1e-3 · max|θ|`` instead.
+
+    Args:
+        result: the study; outcomes without ``true_values`` are left out.
+        path: PNG to write.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: if no estimator has true values.
+    """
+    outcomes = [o for o in result.outcomes if o.true_values is not None]
+    if not outcomes:
+        raise ValueError("plot_parameter_errors needs at least one estimator with true_values; none has any")
+    colors = estimator_colors([o.name for o in result.outcomes])
+    order = list(dict.fromkeys(name for o in outcomes for name in o.parameter_names))
+    position = {name: k for k, name in enumerate(order)}
+    b = len(order)
+    fig = _figure(min(16.0, max(7.0, 2.0 + 0.14 * b)), 4.8)
+    ax = fig.subplots()
+    markers = "os^Dv<>px*"
+    any_zero = False
+    for k, outcome in enumerate(outcomes):
+        errors = relative_parameter_errors(outcome.values, outcome.true_values)
+        _, near_zero = parameter_scale(outcome.true_values)
+        any_zero |= bool(near_zero.any())
+        x = np.array([position[name] for name in outcome.parameter_names])
+        shown = np.clip(errors, 1e-12, None)
+        color, marker = colors[outcome.name], markers[k % len(markers)]
+        label = f"{outcome.name} (median {np.median(errors):.2g})"
+        ax.scatter(x[~near_zero], shown[~near_zero], s=24, marker=marker, color=color, label=label, alpha=0.85,
+                   zorder=3)
+        ax.scatter(x[near_zero], shown[near_zero], s=24, marker=marker, facecolors="none", edgecolors=color,
+                   zorder=3)
+    ax.set_yscale("log")
+    fontsize = 8 if b <= 30 else 6.5 if b <= 60 else 5.5
+    ax.set_xticks(np.arange(b), order, rotation=90, fontsize=fontsize)
+    ax.set_xlim(-0.7, b - 0.3)
+    ax.set_ylabel(r"$|\hat\theta_i - \theta_i| \,/\, |\theta_i|$")
+    title = "Relative error per base parameter (lower is better)"
+    if any_zero:
+        title += f"\nhollow: true value ≈ 0, error relative to {NEAR_ZERO:g}·max|θ|"
+    ax.set_title(title, fontsize=11 if not any_zero else 10)
+    ax.grid(axis="y", alpha=0.3, which="major")
+    ax.grid(axis="x", alpha=0.12)
+    ax.set_axisbelow(True)
+    ax.legend(frameon=True, framealpha=0.9, fontsize=8, loc="best")
+    return _save(fig, path)
+
+
+def plot_parameter_convergence(outcome: EstimatorOutcome, path: str | Path, xlabel: str | None = None) -> Path:
+    """Parameter history of an online or iterative estimator, normalised so that every curve ends on 1.
+
+    Each parameter is shown as ``θᵢ(k) / θᵢ`` with θ the true values when known, else the final identified
+    values; a parameter whose reference is (numerically) zero is shown as ``1 + (θᵢ(k) − θᵢ) / ε`` with
+    ``ε = 1e-3 · max|θ|``. With true values a second panel shows the relative distance
+    ``‖θ(k) − θ‖ / ‖θ‖``.
+
+    Args:
+        outcome: an estimator outcome with ``history`` (K, b) and optionally ``history_t`` (K,).
+        path: PNG to write.
+        xlabel: x-axis label; default ``"time [s]"``, or ``"iteration"`` when ``history_t`` is None or
+            just counts 0, 1, 2, ...
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: if the outcome has no history.
+    """
+    if outcome.history is None:
+        raise ValueError(f"estimator '{outcome.name}' has no parameter history to plot")
+    history = np.asarray(outcome.history, dtype=float)
+    history = history.reshape(len(history), -1)
+    K, b = history.shape
+    counting = np.arange(K, dtype=float)
+    t = counting if outcome.history_t is None else np.asarray(outcome.history_t, dtype=float).ravel()
+    if xlabel is None:
+        xlabel = "iteration" if np.array_equal(t, counting) else "time [s]"
+    truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
+    reference = truth if truth is not None else np.asarray(outcome.values, dtype=float).ravel()
+    denominator, _ = parameter_scale(reference)
+    normalised = 1.0 + (history - reference) / denominator
+
+    fig = _figure(9.0, 6.4 if truth is not None else 4.2)
+    if truth is not None:
+        ax, ax_err = fig.subplots(2, 1, sharex=True, height_ratios=[1.6, 1.0])
+    else:
+        ax, ax_err = fig.subplots(), None
+    cmap = colormaps["viridis"]
+    few = b <= 10
+    for k in range(b):
+        label = outcome.parameter_names[k] if few and k < len(outcome.parameter_names) else None
+        color = _PALETTE[k] if few else cmap(k / max(1, b - 1))
+        ax.plot(t, normalised[:, k], lw=0.9 if few else 0.6, alpha=0.85 if few else 0.55, color=color, label=label)
+    ax.axhline(1.0, color=_TRUTH, ls="--", lw=1.0, label="true" if truth is not None else "final")
+    finite = normalised[np.isfinite(normalised)]
+    if finite.size:
+        low, high = np.percentile(finite, [2, 98])
+        low, high = max(min(low, 0.5), -1.0), min(max(high, 1.5), 3.0)
+        ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+    ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true)" if truth is not None else " (final)"))
+    ax.set_title(f"Parameter convergence: {outcome.name} ({b} parameters)", fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.margins(x=0)
+    if few:
+        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    else:
+        ax.legend(fontsize=8, loc="upper right", framealpha=0.9)
+    if ax_err is not None and truth is not None:
+        distance = np.linalg.norm(history - truth, axis=1) / max(float(np.linalg.norm(truth)), 1e-300)
+        ax_err.plot(t, np.clip(distance, 1e-16, None), color="C3", lw=1.2)
+        positive = distance[np.isfinite(distance) & (distance > 0)]
+        if positive.size and positive.max() / positive.min() > 10:
+            ax_err.set_yscale("log")
+        else:
+            ax_err.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
+        ax_err.set_ylabel(r"$\|\theta(k) - \theta\| / \|\theta\|$")
+        ax_err.grid(alpha=0.3)
+        ax_err.set_xlabel(xlabel)
+    else:
+        ax.set_xlabel(xlabel)
+    return _save(fig, path)
+
+
+def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
+    """Friction torque against joint velocity, one subplot per joint, truth dashed black.
+
+    Args:
+        result: the study; uses ``friction_curves`` = {"qd": (M,) or (M, n) velocity grid, "true": (M, n),
+            estimator name: (M, n)}.
+        path: PNG to write.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: if the study has no friction curves.
+    """
+    curves = result.friction_curves
+    if not curves or "qd" not in curves:
+        raise ValueError("plot_friction_curves needs result.friction_curves with a 'qd' velocity grid")
+    qd = np.asarray(curves["qd"], dtype=float)
+    M = qd.shape[0]
+    n = len(result.joint_names)
+    qd = qd.reshape(M, -1)
+    series = [key for key in curves if key not in ("qd", "true")]
+    colors = estimator_colors([o.name for o in result.outcomes] + [s for s in series if s not in
+                                                                   {o.name for o in result.outcomes}])
+    max_cols = min(n, 3)
+    nrows = math.ceil(n / max_cols)
+    fig = _figure(3.6 * max_cols + 0.6, 2.6 * nrows + 0.8)
+    axes = _grid(fig, n, max_cols, sharex=False)
+    for j, ax in enumerate(axes):
+        x = qd[:, j if qd.shape[1] > 1 else 0]
+        for name in series:
+            y = np.asarray(curves[name], dtype=float).reshape(M, -1)
+            ax.plot(x, y[:, j], color=colors[name], lw=1.3, label=name)
+        if "true" in curves:
+            y = np.asarray(curves["true"], dtype=float).reshape(M, -1)
+            ax.plot(x, y[:, j], color=_TRUTH, lw=1.0, ls="--", label="true")
+        ax.set_title(result.joint_names[j], fontsize=10, loc="left")
+        ax.axhline(0, color="0.7", lw=0.6)
+        ax.axvline(0, color="0.7", lw=0.6)
+        ax.grid(alpha=0.3)
+        ax.set_xlabel("velocity")
+        if j % max_cols == 0:
+            ax.set_ylabel("friction torque")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6), frameon=False)
+    return _save(fig, path)
+
+
+def plot_sparsity(names: Sequence[str], coefficients: np.ndarray, path: str | Path, threshold: float,
+                  column_names: Sequence[str] | None = None) -> Path:
+    """Magnitude of sparse-regression (SINDy-like) coefficients against the pruning threshold.
+
+    A 1-D coefficient vector (p,) is drawn as stems on a log scale with the threshold as a red dashed line;
+    terms below it are grey. A matrix (p, m), e.g. one column per joint, is drawn as a heatmap of
+    ``log10|c|`` with the cells below the threshold left blank and the threshold marked on the colour bar.
+
+    Args:
+        names: (p,) term names.
+        coefficients: (p,) or (p, m) coefficients.
+        path: PNG to write.
+        threshold: magnitude below which a term counts as inactive (> 0).
+        column_names: (m,) column labels for a matrix; default ``τ1 … τm``.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: if the names do not match the coefficients or the threshold is not positive.
+    """
+    coefficients = np.asarray(coefficients, dtype=float)
+    if coefficients.ndim not in (1, 2) or coefficients.shape[0] != len(names):
+        raise ValueError(f"plot_sparsity needs coefficients of shape (p,) or (p, m) with p = len(names) = "
+                         f"{len(names)}; got {coefficients.shape}")
+    if not threshold > 0:
+        raise ValueError(f"plot_sparsity needs a positive threshold; got {threshold}")
+    magnitude = np.abs(coefficients)
+    active = int(np.sum(magnitude >= threshold))
+    p = len(names)
+    title = f"{active} of {magnitude.size} terms active (|c| ≥ {threshold:.3g})"
+    fontsize = 8 if p <= 30 else 6.5 if p <= 70 else 5.5
+    if coefficients.ndim == 1:
+        fig = _figure(min(16.0, max(7.0, 2.0 + 0.14 * p)), 4.6)
+        ax = fig.subplots()
+        positive = magnitude[magnitude > 0]
+        floor = min(threshold, positive.min() if positive.size else threshold) * 1e-2
+        shown = np.maximum(magnitude, floor)
+        on = magnitude >= threshold
+        x = np.arange(p)
+        ax.vlines(x, floor, shown, colors=np.where(on, "C0", "0.7"), lw=1.2)
+        ax.scatter(x[on], shown[on], color="C0", s=18, zorder=3, label="active")
+        ax.scatter(x[~on], shown[~on], color="0.6", s=14, zorder=3, label="pruned")
+        ax.axhline(threshold, color="C3", ls="--", lw=1.0, label="threshold")
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=floor)
+        ax.set_xticks(x, list(names), rotation=90, fontsize=fontsize)
+        ax.set_xlim(-0.7, p - 0.3)
+        ax.set_ylabel("|coefficient|")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+    else:
+        m = coefficients.shape[1]
+        columns = list(column_names) if column_names is not None else [f"τ{j + 1}" for j in range(m)]
+        fig = _figure(max(5.0, 2.6 + 0.55 * m), min(20.0, max(3.5, 1.4 + 0.17 * p)))
+        ax = fig.subplots()
+        with np.errstate(divide="ignore"):
+            logs = np.log10(magnitude)
+        image = np.ma.masked_where(magnitude < threshold, logs)
+        cmap = colormaps["viridis"].with_extremes(bad="0.95")
+        low = math.log10(threshold)
+        high = float(image.max()) if image.count() else low + 1
+        mesh = ax.imshow(image, aspect="auto", cmap=cmap, vmin=low, vmax=max(high, low + 1e-9),
+                         interpolation="nearest")
+        colorbar = fig.colorbar(mesh, ax=ax)
+        colorbar.set_label("log10 |coefficient| (blank: below threshold)")
+        colorbar.ax.axhline(low, color="C3", lw=2)
+        ax.set_xticks(np.arange(m), columns, fontsize=8)
+        ax.set_yticks(np.arange(p), list(names), fontsize=fontsize)
+    ax.set_title(title, fontsize=11)
+    return _save(fig, path)

@@ -1,0 +1,30 @@
+"""Preprocessing of measured signals (SPEC §7): filters, differentiation, automatic smoothing.
+
+Zero-phase Butterworth filtering, central differences (seed 001 Eq. 24), Savitzky–Golay,
+decimation, period averaging, and smoothing whose order or bandwidth is chosen by leave-one-out
+cross-validation (seed 002). Time is axis 0 unless ``axis`` says otherwise; signals are (N,) or
+(N, n).
+"""
+
+from robotid_sim.signal.filters import (
+    butterworth_filtfilt,
+    central_difference,
+    decimate,
+    downsample,
+    period_average,
+    savgol,
+)
+from robotid_sim.signal.smoothing import (
+    AutoSmoothing,
+    LowessSmoothing,
+    PolynomialSmoothing,
+    loocv_lowess,
+    loocv_polynomial,
+    smooth_auto,
+)
+
+__all__ = [
+    "AutoSmoothing", "LowessSmoothing", "PolynomialSmoothing", "butterworth_filtfilt",
+    "central_difference", "decimate", "downsample", "loocv_lowess", "loocv_polynomial",
+    "period_average", "savgol", "smooth_auto",
+]

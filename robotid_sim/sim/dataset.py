@@ -1,0 +1,665 @@
+"""The measured dataset and its file formats: NPZ (+ JSON), CSV (+ JSON) and MATLAB .mat (SPEC §5).
+
+A :class:`Dataset` holds the measured signals t (N,), q, qd, qdd, tau (N, n) in SI units, the
+noise-free truth when it is known (a simulation) or None (a real-robot log), the joint names
+and JSON-able metadata (robot, noise configuration, excitation, seed, rate, ...).
+
+File layouts (``Dataset.save`` chooses by suffix; :func:`load_dataset` reads them back, bit for
+bit):
+
+* ``.npz`` — arrays ``t, q, qd, qdd, tau``, ``true_q, true_qd, true_qdd, true_tau`` when there
+  is a truth, ``joint_names`` (strings) and ``metadata`` (a JSON string, so a lone .npz is
+  complete). A sidecar ``<stem>.json`` next to it repeats the metadata for people to read; the
+  loader uses the copy inside the .npz.
+* ``.csv`` — one header line ``t,q_<joint>…,qd_<joint>…,qdd_<joint>…,tau_<joint>…`` followed
+  by ``true_q_<joint>…,true_qd_<joint>…,true_qdd_<joint>…,true_tau_<joint>…`` when there is a
+  truth; one row per sample, every number written with 17 significant digits (``%.17g``), which
+  float64 reads back exactly. Metadata in the sidecar ``<stem>.json``.
+* ``.mat`` — the same variables as the .npz (t as an N×1 column), ``joint_names`` and
+  ``metadata`` as JSON strings (MATLAB: ``jsondecode``).
+
+Files recorded elsewhere load too: only ``t``, ``q`` and ``tau`` are required (columns
+``t, q_<joint>, tau_<joint>`` in a CSV). When ``qd`` or ``qdd`` is missing it is derived by
+central differences — qd from q, qdd from qd (seed 001 Eq. 24 via ``numpy.gradient`` on the
+sample times, second-order one-sided at the ends) — and ``metadata["derived_signals"]`` says
+so. Derivatives of raw encoder data are noisy: filter them (``robotid_sim.signal``) before
+identification. Extra CSV columns are ignored and listed in ``metadata["ignored_columns"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.io
+
+from robotid_sim.errors import DataError
+
+__all__ = ["FORMATS", "Dataset", "Signals", "load_dataset"]
+
+#: file suffixes understood by :meth:`Dataset.save` and :func:`load_dataset`
+FORMATS = (".npz", ".csv", ".mat")
+#: measured signals, in file order
+SIGNAL_NAMES = ("q", "qd", "qdd", "tau")
+#: prefix of the noise-free signals in files
+TRUE_PREFIX = "true_"
+#: characters a joint name may not contain (they would break the CSV header)
+_FORBIDDEN_IN_NAMES = (",", '"', "'", "\n", "\r")
+
+_DERIVED_NOTE = {
+    "qd": "central differences of q (seed 001 Eq. 24, numpy.gradient on t, second-order ends)",
+    "qdd": "central differences of qd (numpy.gradient on t, second-order ends)",
+}
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def _metadata_json(metadata: Mapping[str, Any], indent: int | None = None) -> str:
+    try:
+        return json.dumps(dict(metadata), default=_json_default, allow_nan=False, indent=indent)
+    except (TypeError, ValueError) as exc:
+        raise DataError(
+            f"metadata must be JSON-able (str, numbers, lists, dicts, None; numpy values are "
+            f"converted): {exc}"
+        ) from None
+
+
+def _signal(name: str, value, n_samples: int, n_dof: int | None) -> np.ndarray:
+    """``value`` as a finite float (N, n) copy, or DataError naming ``name``."""
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(
+            f"'{name}' must be a numeric array (N, n), got {type(value).__name__}"
+        ) from None
+    if arr.ndim != 2:
+        raise DataError(
+            f"'{name}' must have shape (N, n) = ({n_samples}, n), got {arr.shape}; for a single "
+            "joint use x[:, None]"
+        )
+    expected = (n_samples, arr.shape[1] if n_dof is None else n_dof)
+    if arr.shape != expected:
+        raise DataError(f"'{name}' must have shape {expected} like t and q, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        sample, joint = np.argwhere(~np.isfinite(arr))[0]
+        raise DataError(
+            f"'{name}' contains NaN or inf (first at sample {sample}, joint {joint}); remove or "
+            "interpolate those samples"
+        )
+    return arr
+
+
+def _time(value, source: str = "", first_line: int | None = None) -> np.ndarray:
+    """``value`` as a finite, strictly increasing float (N,) copy, N >= 2, or DataError.
+
+    ``source`` (e.g. " of 'log.csv'") and ``first_line`` (the file line of sample 0) make the
+    message point into a file.
+    """
+    try:
+        t = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"'t' must be a numeric array (N,), got {type(value).__name__}") from None
+    if t.ndim != 1:
+        raise DataError(f"'t' must have shape (N,), got {t.shape}")
+    if t.shape[0] < 2:
+        raise DataError(f"a dataset needs at least 2 samples, 't' has {t.shape[0]}")
+    if not np.all(np.isfinite(t)):
+        raise DataError(f"'t' contains NaN or inf (first at sample {np.argmax(~np.isfinite(t))})")
+    steps = np.diff(t)
+    if np.any(steps <= 0):
+        i = int(np.argmax(steps <= 0)) + 1
+        line = "" if first_line is None else f" (line {first_line + i})"
+        raise DataError(
+            f"'t'{source} must be strictly increasing; sample {i}{line} has t = {t[i]!r} after "
+            f"t = {t[i - 1]!r}"
+        )
+    return t
+
+
+@dataclass(frozen=True, eq=False)
+class Signals:
+    """Joint signals of one record, each (N, n): positions, velocities, accelerations, torques.
+
+    Attributes:
+        q: joint positions (rad or m).
+        qd: joint velocities (rad/s or m/s).
+        qdd: joint accelerations (rad/s² or m/s²).
+        tau: joint torques (N·m) or forces (N).
+    """
+
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+
+    def __post_init__(self) -> None:
+        q = np.asarray(self.q)
+        n_samples = q.shape[0] if q.ndim >= 1 else 0
+        n_dof = q.shape[1] if q.ndim == 2 else None
+        for name in SIGNAL_NAMES:
+            object.__setattr__(self, name, _signal(name, getattr(self, name), n_samples, n_dof))
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """``{"q": q, "qd": qd, "qdd": qdd, "tau": tau}`` (the arrays themselves, not copies)."""
+        return {name: getattr(self, name) for name in SIGNAL_NAMES}
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A measured record: time, joint signals, the truth if known, joint names and metadata.
+
+    Attributes:
+        t: sample times (N,) in s, strictly increasing.
+        q: measured joint positions (N, n).
+        qd: measured or derived joint velocities (N, n).
+        qdd: measured or derived joint accelerations (N, n).
+        tau: measured joint torques / forces (N, n).
+        truth: the noise-free :class:`Signals` of a simulation, or None for a real-robot log.
+        joint_names: n unique names (default ``joint1`` … ``jointn``); used in CSV headers.
+        metadata: JSON-able dict (robot, noise config, excitation, seed, rate_hz, ...). It is
+            stored in its JSON form: numpy scalars become Python numbers, tuples lists.
+
+    Raises:
+        DataError: on construction, naming the field: wrong shape, NaN/inf, t not strictly
+            increasing, fewer than 2 samples, bad joint names, metadata not JSON-able.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    truth: Signals | None = None
+    joint_names: list[str] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        t = _time(self.t)
+        object.__setattr__(self, "t", t)
+        q = _signal("q", self.q, t.shape[0], None)
+        n_dof = q.shape[1]
+        object.__setattr__(self, "q", q)
+        for name in SIGNAL_NAMES[1:]:
+            object.__setattr__(self, name, _signal(name, getattr(self, name), t.shape[0], n_dof))
+        if self.truth is not None:
+            if not isinstance(self.truth, Signals):
+                raise DataError(
+                    f"'truth' must be a Signals or None, got {type(self.truth).__name__}"
+                )
+            for name in SIGNAL_NAMES:
+                _signal(f"truth.{name}", getattr(self.truth, name), t.shape[0], n_dof)
+        object.__setattr__(self, "joint_names", _joint_names(self.joint_names, n_dof))
+        if not isinstance(self.metadata, Mapping):
+            raise DataError(f"'metadata' must be a dict, got {type(self.metadata).__name__}")
+        object.__setattr__(self, "metadata", json.loads(_metadata_json(self.metadata)))
+
+    # -- shape -------------------------------------------------------------------------------
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples N."""
+        return int(self.t.shape[0])
+
+    @property
+    def n_dof(self) -> int:
+        """Number of joints n."""
+        return int(self.q.shape[1])
+
+    @property
+    def dt(self) -> float:
+        """Sampling interval in s: the median of the time steps."""
+        return float(np.median(np.diff(self.t)))
+
+    @property
+    def measured(self) -> Signals:
+        """The measured q, qd, qdd, tau as :class:`Signals`."""
+        return Signals(self.q, self.qd, self.qdd, self.tau)
+
+    # -- selection ---------------------------------------------------------------------------
+
+    def _take(self, index) -> Dataset:
+        truth = None
+        if self.truth is not None:
+            truth = Signals(*(getattr(self.truth, name)[index] for name in SIGNAL_NAMES))
+        return Dataset(
+            self.t[index], self.q[index], self.qd[index], self.qdd[index], self.tau[index],
+            truth=truth, joint_names=list(self.joint_names), metadata=self.metadata,
+        )
+
+    def slice(self, start: int | None = None, stop: int | None = None) -> Dataset:
+        """Samples ``start:stop`` (Python slice semantics) as a new dataset, metadata copied."""
+        return self._take(slice(start, stop))
+
+    def subset(self, mask) -> Dataset:
+        """Samples selected by a boolean mask (N,) or increasing integer indices, as a new dataset.
+
+        Raises:
+            DataError: a mask of the wrong length or dtype, or indices that are not increasing.
+        """
+        index = np.asarray(mask)
+        if index.dtype == bool:
+            if index.shape != (self.n_samples,):
+                raise DataError(
+                    f"boolean mask must have shape ({self.n_samples},), got {index.shape}"
+                )
+        elif not np.issubdtype(index.dtype, np.integer) or index.ndim != 1:
+            raise DataError(
+                f"subset takes a boolean mask (N,) or integer indices, got {index.dtype} "
+                f"{index.shape}"
+            )
+        return self._take(index)
+
+    # -- files -------------------------------------------------------------------------------
+
+    def save(self, path, overwrite: bool = False) -> Path:
+        """Write the dataset, the format chosen by the suffix (module docstring).
+
+        Files are written to a temporary file in the same folder, then moved into place
+        (``os.replace``), so a crash never leaves a half-written file under the final name.
+
+        Args:
+            path: ``*.npz``, ``*.csv`` or ``*.mat``.
+            overwrite: replace existing files (the data file and its ``.json`` sidecar). A
+                sidecar already holding exactly this metadata is left as it is, so one dataset
+                can be saved as ``d.npz`` and ``d.csv`` side by side (they share ``d.json``).
+
+        Returns:
+            The path written.
+
+        Raises:
+            DataError: unknown suffix, or the file (or its sidecar) exists and ``overwrite`` is
+                False.
+        """
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in FORMATS:
+            raise DataError(
+                f"cannot save '{path}': unknown suffix '{path.suffix}'; use one of "
+                f"{', '.join(FORMATS)}"
+            )
+        if not path.parent.is_dir():
+            raise DataError(f"cannot save '{path}': folder '{path.parent}' does not exist")
+        meta_text = _metadata_json(self.metadata)
+        sidecar = path.with_suffix(".json") if suffix in (".npz", ".csv") else None
+        sidecar_text = _metadata_json(self.metadata, indent=2) + "\n"
+        if sidecar is not None and sidecar.is_file() and (
+            sidecar.read_text(encoding="utf-8") == sidecar_text
+        ):
+            sidecar = None  # the same metadata is already there (e.g. d.npz saved before d.csv)
+        if not overwrite:
+            for target in (path, sidecar):
+                if target is not None and target.exists():
+                    raise DataError(
+                        f"'{target}' already exists; refusing to overwrite it (pass "
+                        "overwrite=True or choose another name)"
+                    )
+        if suffix == ".npz":
+            _atomic_write(path, "wb", lambda fh: np.savez(fh, **self._arrays(meta_text)))
+        elif suffix == ".csv":
+            _atomic_write(path, "w", self._write_csv)
+        else:
+            arrays = self._arrays(meta_text)
+            arrays["t"] = self.t[:, None]
+            arrays["joint_names"] = json.dumps(self.joint_names)
+            arrays["metadata"] = meta_text
+            _atomic_write(path, "wb", lambda fh: scipy.io.savemat(fh, arrays, oned_as="column"))
+        if sidecar is not None:
+            _atomic_write(sidecar, "w", lambda fh: fh.write(sidecar_text))
+        return path
+
+    def _arrays(self, meta_text: str) -> dict[str, Any]:
+        arrays: dict[str, Any] = {name: getattr(self, name) for name in ("t",) + SIGNAL_NAMES}
+        if self.truth is not None:
+            for name in SIGNAL_NAMES:
+                arrays[TRUE_PREFIX + name] = getattr(self.truth, name)
+        arrays["joint_names"] = np.array(self.joint_names, dtype=str)
+        arrays["metadata"] = np.array(meta_text)
+        return arrays
+
+    def csv_columns(self) -> list[str]:
+        """The CSV header of this dataset, in file order."""
+        return _csv_columns(self.joint_names, self.truth is not None)
+
+    def _write_csv(self, fh) -> None:
+        blocks = [self.t[:, None]] + [getattr(self, name) for name in SIGNAL_NAMES]
+        if self.truth is not None:
+            blocks += [getattr(self.truth, name) for name in SIGNAL_NAMES]
+        np.savetxt(
+            fh, np.hstack(blocks), fmt="%.17g", delimiter=",",
+            header=",".join(self.csv_columns()), comments="",
+        )
+
+
+def _joint_names(names, n_dof: int) -> list[str]:
+    if names is None:
+        return [f"joint{i + 1}" for i in range(n_dof)]
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise DataError(f"'joint_names' must be a list of {n_dof} strings, got {names!r}")
+    names = list(names)
+    if len(names) != n_dof:
+        raise DataError(f"'joint_names' has {len(names)} names but the signals have {n_dof} joints")
+    for name in names:
+        if not isinstance(name, str) or not name or name != name.strip():
+            raise DataError(
+                f"joint name {name!r} must be a non-empty string without surrounding spaces"
+            )
+        if any(ch in name for ch in _FORBIDDEN_IN_NAMES):
+            raise DataError(f"joint name {name!r} must not contain commas, quotes or newlines")
+    if len(set(names)) != len(names):
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        raise DataError(f"joint names must be unique, repeated: {', '.join(duplicates)}")
+    return names
+
+
+def _csv_columns(joint_names: list[str], with_truth: bool) -> list[str]:
+    prefixes = [f"{name}_" for name in SIGNAL_NAMES]
+    if with_truth:
+        prefixes += [f"{TRUE_PREFIX}{name}_" for name in SIGNAL_NAMES]
+    return ["t"] + [prefix + joint for prefix in prefixes for joint in joint_names]
+
+
+def _atomic_write(path: Path, mode: str, write) -> None:
+    """Write through ``write(file handle)`` to a temporary file, then move it onto ``path``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def load_dataset(path, joint_names: list[str] | None = None) -> Dataset:
+    """Load a dataset written by :meth:`Dataset.save`, or a recording in the same layout.
+
+    Args:
+        path: ``*.npz``, ``*.csv`` or ``*.mat``.
+        joint_names: the joints to expect. For a CSV the columns are looked up by these names
+            (default: the names of the ``q_<joint>`` columns, in order); for a file that stores
+            its names they must match; for a .npz/.mat without names they are used as given.
+
+    Returns:
+        The :class:`Dataset`. When qd or qdd was not in the file it is derived by central
+        differences and ``metadata["derived_signals"]`` says how.
+
+    Raises:
+        DataError: the file is missing or has an unknown suffix; a required array or column is
+            missing (named, with the expected layout); a value is NaN or not a number (column
+            and row named); t is not strictly increasing (row named); shapes disagree.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise DataError(
+            f"cannot load '{path}': unknown suffix '{path.suffix}'; use one of {', '.join(FORMATS)}"
+        )
+    if not path.is_file():
+        raise DataError(f"cannot load '{path}': no such file")
+    if suffix == ".csv":
+        return _load_csv(path, joint_names)
+    if suffix == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {key: data[key] for key in data.files}
+        except (OSError, ValueError) as exc:
+            raise DataError(f"cannot read '{path}' as .npz: {exc}") from None
+    else:
+        try:
+            arrays = {
+                key: value for key, value in scipy.io.loadmat(path).items()
+                if not key.startswith("__")
+            }
+        except (OSError, ValueError, NotImplementedError) as exc:
+            raise DataError(f"cannot read '{path}' as .mat: {exc}") from None
+        arrays = _orient_mat_arrays(arrays)
+    stored_names = _stored_joint_names(arrays.pop("joint_names", None), path)
+    metadata = _stored_metadata(arrays.pop("metadata", None), path)
+    if stored_names is not None and joint_names is not None and list(joint_names) != stored_names:
+        raise DataError(
+            f"'{path}' stores joint names {stored_names}, which differ from the expected "
+            f"{list(joint_names)}"
+        )
+    names = stored_names if stored_names is not None else joint_names
+    return _dataset_from_arrays(arrays, names, metadata, f"'{path}'")
+
+
+def _string_value(value) -> str | None:
+    """A string stored in an .npz (0-d str array) or a .mat (1-element str array)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind == "U" and arr.size == 1:
+        return str(arr.reshape(()))
+    return None
+
+
+def _stored_joint_names(value, path: Path) -> list[str] | None:
+    if value is None:
+        return None
+    arr = np.asarray(value)
+    text = _string_value(arr)
+    if text is not None and text.startswith("["):  # .mat: JSON list
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"'{path}': 'joint_names' is not valid JSON: {exc}") from None
+        return [str(name) for name in names]
+    if arr.dtype.kind == "U":  # .npz: array of str; MATLAB char matrix: one padded row per name
+        return [str(name).strip() for name in arr.ravel()]
+    if arr.dtype == object:  # MATLAB cell array of char
+        return [str(np.asarray(item).ravel()[0]).strip() for item in arr.ravel()]
+    raise DataError(f"'{path}': 'joint_names' must hold strings, got dtype {arr.dtype}")
+
+
+def _stored_metadata(value, path: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    text = _string_value(value)
+    try:
+        metadata = json.loads(text) if text is not None else None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"'{path}': 'metadata' is not valid JSON: {exc}") from None
+    if not isinstance(metadata, dict):
+        raise DataError(f"'{path}': 'metadata' must be a JSON object string")
+    return metadata
+
+
+def _orient_mat_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """MATLAB stores t as N×1 or 1×N and may store signals n×N: bring them to (N,) and (N, n)."""
+    out = dict(arrays)
+    if "t" in out and np.asarray(out["t"]).dtype.kind in "iuf":
+        t = np.asarray(out["t"])
+        if t.ndim == 2 and 1 in t.shape:
+            out["t"] = t.ravel()
+        n_samples = out["t"].shape[0]
+        for key, value in arrays.items():
+            arr = np.asarray(value)
+            if key in _all_signal_keys() and arr.ndim == 2 and arr.shape[0] != n_samples \
+                    and arr.shape[1] == n_samples:
+                out[key] = arr.T
+    return out
+
+
+def _all_signal_keys() -> tuple[str, ...]:
+    return SIGNAL_NAMES + tuple(TRUE_PREFIX + name for name in SIGNAL_NAMES)
+
+
+def _derive(t: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Central-difference derivative along time (seed 001 Eq. 24), second-order ends."""
+    if t.shape[0] < 3:
+        raise DataError(f"deriving a velocity needs at least 3 samples, got {t.shape[0]}")
+    return np.gradient(x, t, axis=0, edge_order=2)
+
+
+def _dataset_from_arrays(
+    arrays: dict[str, np.ndarray], joint_names, metadata: dict[str, Any], source: str
+) -> Dataset:
+    expected = "t, q, tau (required) and qd, qdd, true_q, true_qd, true_qdd, true_tau (optional)"
+    for key in ("t", "q", "tau"):
+        if key not in arrays:
+            raise DataError(f"missing array '{key}' in {source}; expected {expected}")
+    true_present = [k for k in _all_signal_keys()[4:] if k in arrays]
+    if true_present and len(true_present) != 4:
+        missing = [k for k in _all_signal_keys()[4:] if k not in arrays]
+        raise DataError(
+            f"missing array '{missing[0]}' in {source}: the truth needs all of true_q, true_qd, "
+            "true_qdd, true_tau, or none"
+        )
+    t = _time(arrays["t"], source=f" in {source}")
+    signals = {"q": _signal("q", arrays["q"], t.shape[0], None)}
+    n_dof = signals["q"].shape[1]
+    derived = {}
+    for name, below in (("qd", "q"), ("qdd", "qd")):
+        if name in arrays:
+            signals[name] = _signal(name, arrays[name], t.shape[0], n_dof)
+        else:
+            signals[name] = _derive(t, signals[below])
+            derived[name] = _DERIVED_NOTE[name]
+    if derived:
+        metadata = dict(metadata)
+        metadata["derived_signals"] = {**metadata.get("derived_signals", {}), **derived}
+    truth = None
+    if true_present:
+        truth = Signals(*(arrays[TRUE_PREFIX + name] for name in SIGNAL_NAMES))
+    return Dataset(
+        t, signals["q"], signals["qd"], signals["qdd"], arrays["tau"], truth=truth,
+        joint_names=joint_names, metadata=metadata,
+    )
+
+
+def _load_csv(path: Path, joint_names) -> Dataset:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        header = fh.readline()
+    if not header.strip():
+        raise DataError(f"'{path}' is empty; expected a header line like 't,q_joint1,tau_joint1'")
+    columns = [name.strip().strip('"') for name in header.strip().lstrip("#").split(",")]
+    duplicates = sorted({c for c in columns if columns.count(c) > 1})
+    if duplicates:
+        raise DataError(f"'{path}': repeated column(s) {', '.join(duplicates)}")
+    if joint_names is None:
+        joint_names = [c[2:] for c in columns if c.startswith("q_")]
+        if not joint_names:
+            raise DataError(
+                f"'{path}' has no position column 'q_<joint>'; expected a header like "
+                "t,q_joint1,...,tau_joint1,... (qd_*, qdd_*, true_* optional)"
+            )
+    joint_names = list(joint_names)
+    required = ["t"] + [f"{s}_{j}" for s in ("q", "tau") for j in joint_names]
+    expected = ",".join(required)
+    for column in required:
+        if column not in columns:
+            raise DataError(
+                f"missing column '{column}' in '{path}'; expected header {expected} "
+                "(qd_*, qdd_* and true_* columns optional)"
+            )
+    groups = {"t": ["t"]}
+    for name in _all_signal_keys():
+        group = [f"{name}_{j}" for j in joint_names]
+        present = [c for c in group if c in columns]
+        if present and len(present) != len(group):
+            missing = next(c for c in group if c not in columns)
+            raise DataError(
+                f"missing column '{missing}' in '{path}': the '{name}_*' columns must cover "
+                f"every joint ({', '.join(group)})"
+            )
+        if present:
+            groups[name] = group
+    true_groups = [name for name in _all_signal_keys()[4:] if name in groups]
+    if true_groups and len(true_groups) != 4:
+        missing = next(f"{n}_{joint_names[0]}" for n in _all_signal_keys()[4:] if n not in groups)
+        raise DataError(
+            f"missing column '{missing}' in '{path}': the truth needs all true_q_*, true_qd_*, "
+            "true_qdd_*, true_tau_* columns, or none"
+        )
+    data = _read_csv_numbers(path, columns)
+    position = {c: i for i, c in enumerate(columns)}
+    for group in groups.values():
+        for column in group:
+            values = data[:, position[column]]
+            bad = ~np.isfinite(values)
+            if np.any(bad):
+                row = int(np.argmax(bad))
+                raise DataError(
+                    f"column '{column}' of '{path}' has {values[row]} at sample {row} "
+                    f"(line {row + 2}); remove or interpolate that sample"
+                )
+    _time(data[:, position["t"]], source=f" of '{path}'", first_line=2)
+    arrays = {
+        name: (data[:, position["t"]] if name == "t"
+               else data[:, [position[c] for c in group]])
+        for name, group in groups.items()
+    }
+    metadata: dict[str, Any] = {}
+    sidecar = path.with_suffix(".json")
+    if sidecar.is_file():
+        try:
+            metadata = json.loads(sidecar.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"metadata sidecar '{sidecar}' is not valid JSON: {exc}") from None
+        if not isinstance(metadata, dict):
+            raise DataError(f"metadata sidecar '{sidecar}' must hold a JSON object")
+    used = {c for group in groups.values() for c in group}
+    ignored = [c for c in columns if c not in used]
+    if ignored:
+        metadata = {**metadata, "ignored_columns": ignored}
+    return _dataset_from_arrays(arrays, joint_names, metadata, f"'{path}'")
+
+
+def _read_csv_numbers(path: Path, columns: list[str]) -> np.ndarray:
+    """All data rows as floats (rows, columns); a bad cell is reported by column and line."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": see below
+            data = np.loadtxt(
+                path, delimiter=",", skiprows=1, ndmin=2, dtype=float, encoding="utf-8-sig"
+            )
+    except ValueError:
+        data = None
+    if data is not None and data.shape[1:] == (len(columns),) and data.shape[0] > 0:
+        return data
+    # find the first offending cell for the message
+    with open(path, encoding="utf-8-sig") as fh:
+        lines = fh.read().splitlines()
+    n_rows = 0
+    for line_no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        n_rows += 1
+        cells = line.split(",")
+        if len(cells) != len(columns):
+            raise DataError(
+                f"line {line_no} of '{path}' has {len(cells)} values but the header has "
+                f"{len(columns)} columns"
+            )
+        for column, cell in zip(columns, cells, strict=True):
+            try:
+                float(cell)
+            except ValueError:
+                what = "an empty value" if not cell.strip() else f"the non-number {cell.strip()!r}"
+                raise DataError(
+                    f"column '{column}' of '{path}' has {what} at sample {n_rows - 1} (line "
+                    f"{line_no})"
+                ) from None
+    if n_rows == 0:
+        raise DataError(f"'{path}' has a header but no data rows")
+    raise DataError(f"cannot parse '{path}' as comma-separated numbers")

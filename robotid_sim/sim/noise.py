@@ -1,0 +1,616 @@
+"""Composable, seeded measurement-noise models (SPEC §5).
+
+A noise model perturbs one entry of a dict of signals ``{"q", "qd", "qdd", "tau"}``, each an
+array (N, n), and returns a new dict holding new arrays for those four keys (other entries,
+such as ``t``, are passed through); the input is never modified. Models are frozen dataclasses
+whose per-joint options are a float (all joints) or a tuple with one value per joint.
+:class:`NoiseChain` applies several in order, drawing every random number from the one
+``numpy.random.Generator`` it is given, so a seed reproduces the whole measurement.
+
+Models:
+
+* :class:`GaussianSNR` — white Gaussian noise at a signal-to-noise ratio in dB per joint,
+  SNR_dB = 10·log10(P_signal / P_noise) with P_signal = mean(x²) over the record (as MATLAB's
+  ``awgn(x, snr, 'measured')``). Seed 000 uses 60/40/20 dB on q/qd/qdd (70/50/30 milder).
+* :class:`GaussianStd` — white Gaussian noise of a given absolute standard deviation.
+* :class:`Outliers` — spikes on a fraction of the samples (seed 001 rejects torque residuals
+  above 8 N·m). Each joint gets exactly round(fraction·N) spikes at distinct random samples;
+  a spike *adds* s·u·magnitude to the sample, with a random sign s = ±1 (equally likely) and
+  u uniform in [0.5, 1], so every spike is at least half the magnitude.
+* :class:`Quantization` — encoder quantisation: x is rounded to the nearest multiple of the
+  resolution (e.g. 2π / 2**17 rad for a 17-bit encoder).
+* :class:`CurrentMeasurement` — torque measured through the motor current (seed 001 Eq. 1).
+
+:func:`noise_from_config` builds a chain from the YAML mapping of a scenario; every model and
+chain has ``to_dict()`` and ``noise_from_config(chain.to_dict())`` rebuilds an equal chain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from robotid_sim.errors import ConfigError, DataError
+
+__all__ = [
+    "SIGNALS", "CurrentMeasurement", "GaussianSNR", "GaussianStd", "NoiseChain", "NoiseModel",
+    "Outliers", "Quantization", "measured_snr_db", "noise_from_config",
+]
+
+#: the signals a noise model may act on
+SIGNALS = ("q", "qd", "qdd", "tau")
+
+PerJoint = float | tuple[float, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _per_joint_option(value, model: str, name: str, minimum: float | None = None,
+                      exclusive: bool = False) -> PerJoint:
+    """Normalise a scalar or per-joint option to float / tuple of floats, checking its range."""
+    arr = np.asarray(value, dtype=float) if not isinstance(value, str) else None
+    if arr is None or arr.ndim > 1 or arr.size == 0:
+        raise ConfigError(
+            f"{model} '{name}' must be a number or a list with one number per joint, "
+            f"got {value!r}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f"{model} '{name}' must be finite, got {value!r}")
+    if minimum is not None:
+        bad = arr <= minimum if exclusive else arr < minimum
+        if np.any(bad):
+            relation = ">" if exclusive else ">="
+            raise ConfigError(f"{model} '{name}' must be {relation} {minimum}, got {value!r}")
+    return float(arr) if arr.ndim == 0 else tuple(float(v) for v in arr)
+
+
+def _broadcast(value: PerJoint, n: int, model: str, name: str) -> np.ndarray:
+    """Per-joint option as an array (n,); a tuple must have exactly n values."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim == 0:
+        return np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ConfigError(
+            f"{model} '{name}' has {arr.size} values but the signal has {n} joints; give one "
+            "value per joint or a single number"
+        )
+    return arr
+
+
+def _check_signal(signal: str, model: str) -> None:
+    if signal not in SIGNALS:
+        raise ConfigError(
+            f"{model} 'signal' must be one of {', '.join(SIGNALS)}, got {signal!r}"
+        )
+
+
+def _copy_signals(signals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    if not isinstance(signals, Mapping):
+        raise DataError(
+            "signals must be a dict like {'q': (N, n), 'tau': (N, n)}, got "
+            f"{type(signals).__name__}"
+        )
+    out = dict(signals)  # other entries (e.g. "t") pass through untouched
+    for key in SIGNALS:
+        if key in out:
+            try:
+                out[key] = np.array(out[key], dtype=float, copy=True)
+            except (TypeError, ValueError):
+                raise DataError(f"signal '{key}' must be a numeric array (N, n)") from None
+    return out
+
+
+def _target(signals: dict[str, np.ndarray], signal: str, model: str) -> np.ndarray:
+    """The (N, n) array a model acts on, validated."""
+    if signal not in signals:
+        raise DataError(
+            f"noise model {model} acts on '{signal}' but the signals given are "
+            f"{', '.join(sorted(signals)) or 'none'}"
+        )
+    x = signals[signal]
+    if x.ndim != 2:
+        raise DataError(f"signal '{signal}' must have shape (N, n), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise DataError(f"signal '{signal}' contains NaN or inf before noise is added")
+    return x
+
+
+def _json_value(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+# ---------------------------------------------------------------------------------------------
+# models
+
+
+class NoiseModel(ABC):
+    """Base class: a seeded perturbation of one signal.
+
+    Subclasses are frozen dataclasses; ``kind`` names them in ``to_dict()`` output.
+    """
+
+    kind: ClassVar[str] = ""
+
+    def apply(
+        self, signals: Mapping[str, np.ndarray], rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
+        """Return a copy of ``signals`` with this model's perturbation applied.
+
+        Args:
+            signals: arrays (N, n) keyed by signal name (``q``, ``qd``, ``qdd``, ``tau``; other
+                keys are passed through unchanged).
+            rng: the random generator to draw from.
+
+        Returns:
+            A new dict, with new arrays for q, qd, qdd, tau.
+
+        Raises:
+            DataError: the signal is missing, not (N, n), or holds NaN/inf.
+            ConfigError: a per-joint option does not match n, or ``rng`` is not a Generator.
+        """
+        _check_rng(rng)
+        out = _copy_signals(signals)
+        self._perturb(out, rng)
+        return out
+
+    @abstractmethod
+    def _perturb(self, signals: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+        """Replace the affected entries of ``signals`` (already copies) in place."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able description, ``{"type": kind, <field>: value, ...}``."""
+        out: dict[str, Any] = {"type": self.kind}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            out[field.name] = _json_value(getattr(self, field.name))
+        return out
+
+
+@dataclass(frozen=True)
+class GaussianSNR(NoiseModel):
+    """White Gaussian noise at a given SNR per joint (SPEC §5; seed 000 §5: 60/40/20 dB).
+
+    Noise std per joint σ_j = sqrt(P_j / 10^(SNR_j/10)) with P_j = mean over samples of x_j²,
+    so that 10·log10(P_j / σ_j²) = SNR_j.
+
+    Attributes:
+        signal: ``q``, ``qd``, ``qdd`` or ``tau``.
+        snr_db: SNR in dB, one value or one per joint.
+    """
+
+    kind: ClassVar[str] = "gaussian_snr"
+    signal: str
+    snr_db: PerJoint
+
+    def __post_init__(self) -> None:
+        _check_signal(self.signal, "GaussianSNR")
+        object.__setattr__(self, "snr_db", _per_joint_option(self.snr_db, "GaussianSNR", "snr_db"))
+
+    def _perturb(self, signals, rng) -> None:
+        x = _target(signals, self.signal, self.kind)
+        snr = _broadcast(self.snr_db, x.shape[1], "GaussianSNR", "snr_db")
+        power = np.mean(x**2, axis=0)
+        std = np.sqrt(power / 10.0 ** (snr / 10.0))  # SNR_dB = 10 log10(P_signal / P_noise)
+        signals[self.signal] = x + std * rng.standard_normal(x.shape)
+
+
+@dataclass(frozen=True)
+class GaussianStd(NoiseModel):
+    """White Gaussian noise of absolute standard deviation ``std`` (units of the signal).
+
+    Attributes:
+        signal: ``q``, ``qd``, ``qdd`` or ``tau``.
+        std: standard deviation, >= 0, one value or one per joint.
+    """
+
+    kind: ClassVar[str] = "gaussian_std"
+    signal: str
+    std: PerJoint
+
+    def __post_init__(self) -> None:
+        _check_signal(self.signal, "GaussianStd")
+        object.__setattr__(
+            self, "std", _per_joint_option(self.std, "GaussianStd", "std", minimum=0.0)
+        )
+
+    def _perturb(self, signals, rng) -> None:
+        x = _target(signals, self.signal, self.kind)
+        std = _broadcast(self.std, x.shape[1], "GaussianStd", "std")
+        signals[self.signal] = x + std * rng.standard_normal(x.shape)
+
+
+@dataclass(frozen=True)
+class Outliers(NoiseModel):
+    """Spikes added to a fraction of the samples of each joint.
+
+    Per joint, k = round(fraction · N) distinct samples are drawn uniformly; each gets
+    s·u·magnitude added, s = ±1 with equal probability and u ~ U[0.5, 1] (so a spike is
+    between half and the full magnitude). The count is exact, not binomial.
+
+    Attributes:
+        fraction: fraction of samples hit per joint, 0 <= fraction <= 1.
+        magnitude: largest spike, > 0 (units of the signal), one value or one per joint.
+        signal: the signal hit, ``tau`` by default.
+    """
+
+    kind: ClassVar[str] = "outliers"
+    fraction: float
+    magnitude: PerJoint
+    signal: str = "tau"
+
+    def __post_init__(self) -> None:
+        _check_signal(self.signal, "Outliers")
+        fraction = _per_joint_option(self.fraction, "Outliers", "fraction", minimum=0.0)
+        if not isinstance(fraction, float) or fraction > 1.0:
+            raise ConfigError(
+                f"Outliers 'fraction' must be one number in [0, 1], got {self.fraction!r}"
+            )
+        object.__setattr__(self, "fraction", fraction)
+        object.__setattr__(
+            self, "magnitude",
+            _per_joint_option(self.magnitude, "Outliers", "magnitude", minimum=0.0, exclusive=True),
+        )
+
+    def _perturb(self, signals, rng) -> None:
+        x = _target(signals, self.signal, self.kind)
+        n_samples, n = x.shape
+        magnitude = _broadcast(self.magnitude, n, "Outliers", "magnitude")
+        k = int(round(self.fraction * n_samples))
+        if k == 0:
+            return
+        # k distinct samples per joint: the k smallest of N uniform keys
+        rows = np.argpartition(rng.random((n_samples, n)), k - 1, axis=0)[:k]  # (k, n)
+        sign = rng.choice(np.array([-1.0, 1.0]), size=(k, n))
+        size = rng.uniform(0.5, 1.0, size=(k, n)) * magnitude
+        out = x.copy()
+        out[rows, np.arange(n)] += sign * size
+        signals[self.signal] = out
+
+
+@dataclass(frozen=True)
+class Quantization(NoiseModel):
+    """Encoder quantisation: round to the nearest multiple of ``resolution``.
+
+    Attributes:
+        resolution: quantisation step, > 0, e.g. 2π / 2**17 rad; one value or one per joint.
+        signal: the signal quantised, ``q`` by default.
+    """
+
+    kind: ClassVar[str] = "quantization"
+    resolution: PerJoint
+    signal: str = "q"
+
+    def __post_init__(self) -> None:
+        _check_signal(self.signal, "Quantization")
+        object.__setattr__(
+            self, "resolution",
+            _per_joint_option(self.resolution, "Quantization", "resolution", minimum=0.0,
+                              exclusive=True),
+        )
+
+    def _perturb(self, signals, rng) -> None:
+        x = _target(signals, self.signal, self.kind)
+        step = _broadcast(self.resolution, x.shape[1], "Quantization", "resolution")
+        signals[self.signal] = np.round(x / step) * step
+
+
+@dataclass(frozen=True)
+class CurrentMeasurement(NoiseModel):
+    """Joint torque measured through the motor current (seed 001 Eq. 1).
+
+    Seed 001 has no torque sensor: τ = η K i_q, where (its §2.1 and Table 2) η is the reduction
+    ratio of the harmonic drive (160) and K the motor torque coefficient in N·m/A. Here the
+    reduction ratio is ``gear_ratio`` (N), the torque constant ``torque_constant`` (K), and an
+    optional drive ``efficiency`` (e, not in the seed; the default 1 gives Eq. 1 exactly):
+
+        i_q = τ / (e·N·K);   i_q,meas = i_q + ε,  ε ~ N(0, current_std²);   τ_meas = e·N·K·i_q,meas
+
+    so the torque noise std is e·N·K·current_std per joint (e.g. 160 · 0.21 N·m/A · 5 mA =
+    0.17 N·m).
+
+    Attributes:
+        gear_ratio: reduction ratio N (> 0), one value or one per joint.
+        torque_constant: motor torque constant K in N·m/A (> 0), one value or one per joint.
+        current_std: standard deviation of the current noise in A (>= 0).
+        efficiency: drive efficiency e in (0, 1], default 1.
+    """
+
+    kind: ClassVar[str] = "current"
+    gear_ratio: PerJoint
+    torque_constant: PerJoint
+    current_std: PerJoint
+    efficiency: PerJoint = 1.0
+
+    def __post_init__(self) -> None:
+        name = "CurrentMeasurement"
+        for field, minimum, exclusive in (
+            ("gear_ratio", 0.0, True), ("torque_constant", 0.0, True),
+            ("current_std", 0.0, False), ("efficiency", 0.0, True),
+        ):
+            value = _per_joint_option(getattr(self, field), name, field, minimum, exclusive)
+            object.__setattr__(self, field, value)
+        if np.any(np.asarray(self.efficiency) > 1.0):
+            raise ConfigError(f"{name} 'efficiency' must be in (0, 1], got {self.efficiency!r}")
+
+    def _perturb(self, signals, rng) -> None:
+        tau = _target(signals, "tau", self.kind)
+        n = tau.shape[1]
+        name = "CurrentMeasurement"
+        ratio = (
+            _broadcast(self.efficiency, n, name, "efficiency")
+            * _broadcast(self.gear_ratio, n, name, "gear_ratio")
+            * _broadcast(self.torque_constant, n, name, "torque_constant")
+        )  # N·m of joint torque per A of motor current
+        current = tau / ratio  # seed 001 Eq. 1 solved for i_q
+        current = current + _broadcast(self.current_std, n, name, "current_std") * (
+            rng.standard_normal(tau.shape)
+        )
+        signals["tau"] = ratio * current  # seed 001 Eq. 1
+
+
+MODELS: dict[str, type[NoiseModel]] = {
+    cls.kind: cls
+    for cls in (GaussianSNR, GaussianStd, Outliers, Quantization, CurrentMeasurement)
+}
+
+
+def _check_rng(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError(
+            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
+
+
+@dataclass(frozen=True)
+class NoiseChain:
+    """Noise models applied in order, drawing from one generator.
+
+    Attributes:
+        models: the models, applied first to last.
+    """
+
+    models: tuple[NoiseModel, ...] = ()
+
+    def __post_init__(self) -> None:
+        models = tuple(self.models)
+        for model in models:
+            if not isinstance(model, NoiseModel):
+                raise ConfigError(f"NoiseChain takes noise models, got {type(model).__name__}")
+        object.__setattr__(self, "models", models)
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+    def apply(
+        self, signals: Mapping[str, np.ndarray], rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
+        """Apply every model in order; return a new dict of new arrays.
+
+        Args:
+            signals: arrays (N, n) keyed by ``q``, ``qd``, ``qdd``, ``tau`` (other keys are
+                passed through unchanged).
+            rng: the generator, e.g. ``np.random.default_rng(seed)``; seed it once per dataset.
+
+        Returns:
+            The measured signals, same keys and shapes.
+
+        Raises:
+            DataError, ConfigError: as :meth:`NoiseModel.apply`.
+        """
+        _check_rng(rng)
+        out = _copy_signals(signals)
+        for model in self.models:
+            model._perturb(out, rng)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"models": [model.to_dict(), ...]}``, accepted back by :func:`noise_from_config`."""
+        return {"models": [model.to_dict() for model in self.models]}
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_Number = float | list[float]
+
+
+class _SignalNoiseConfig(_Strict):
+    snr_db: _Number | None = None
+    std: _Number | None = None
+
+
+class _OutliersConfig(_Strict):
+    fraction: float
+    magnitude: _Number
+    signal: str = "tau"
+
+
+class _QuantizationConfig(_Strict):
+    q: _Number | None = None
+    qd: _Number | None = None
+    qdd: _Number | None = None
+    tau: _Number | None = None
+
+
+class _CurrentConfig(_Strict):
+    gear_ratio: _Number
+    torque_constant: _Number
+    current_std: _Number
+    efficiency: _Number = 1.0
+
+
+class _NoiseConfig(_Strict):
+    q: _SignalNoiseConfig | None = None
+    qd: _SignalNoiseConfig | None = None
+    qdd: _SignalNoiseConfig | None = None
+    tau: _SignalNoiseConfig | None = None
+    outliers: _OutliersConfig | None = None
+    quantization: _QuantizationConfig | None = None
+    current: _CurrentConfig | None = None
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "": _NoiseConfig, **{s: _SignalNoiseConfig for s in SIGNALS}, "outliers": _OutliersConfig,
+    "quantization": _QuantizationConfig, "current": _CurrentConfig,
+}
+
+
+def _validation_message(exc: ValidationError) -> str:
+    """One readable line per problem, naming the key and what is allowed."""
+    lines = []
+    seen = set()
+    for error in exc.errors():
+        loc = tuple(str(part) for part in error["loc"])
+        # union errors repeat the location with a type suffix ('float', 'list[float]'): keep one
+        key = loc[:2] if loc and loc[0] in _SECTIONS else loc[:1]
+        if key in seen:
+            continue
+        seen.add(key)
+        path = "noise." + ".".join(key) if key else "noise"
+        parent = ".".join(key[:-1])
+        if error["type"] == "extra_forbidden":
+            allowed = ", ".join(_SECTIONS[parent].model_fields)
+            where = f"'noise.{parent}'" if parent else "'noise'"
+            lines.append(f"unknown key '{path}'; allowed keys in {where}: {allowed}")
+        elif error["type"] in ("model_type", "dict_type") and key and key[-1] in _SECTIONS:
+            allowed = ", ".join(_SECTIONS[key[-1]].model_fields)
+            lines.append(f"'{path}' must be a mapping with keys {allowed}; got {error['input']!r}")
+        elif error["type"] == "missing":
+            lines.append(f"'{path}' is required")
+        else:
+            lines.append(f"'{path}': {error['msg']} (got {error['input']!r})")
+    return "; ".join(lines)
+
+
+def _from_model_list(items) -> NoiseChain:
+    if not isinstance(items, Sequence) or isinstance(items, str):
+        raise ConfigError(f"'noise.models' must be a list of models, got {items!r}")
+    models = []
+    for position, item in enumerate(items):
+        if not isinstance(item, Mapping) or item.get("type") not in MODELS:
+            raise ConfigError(
+                f"'noise.models[{position}]' must be a mapping whose 'type' is one of "
+                f"{', '.join(MODELS)}; got {item!r}"
+            )
+        cls = MODELS[item["type"]]
+        fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        unknown = sorted(set(item) - set(fields) - {"type"})
+        if unknown:
+            raise ConfigError(
+                f"unknown key '{unknown[0]}' in 'noise.models[{position}]' ({item['type']}); "
+                f"allowed keys: type, {', '.join(fields)}"
+            )
+        try:
+            models.append(cls(**{k: v for k, v in item.items() if k != "type"}))
+        except TypeError as exc:
+            raise ConfigError(f"'noise.models[{position}]' ({item['type']}): {exc}") from None
+    return NoiseChain(tuple(models))
+
+
+def noise_from_config(mapping: Mapping[str, Any] | None) -> NoiseChain:
+    """Build a :class:`NoiseChain` from a scenario's ``noise`` mapping.
+
+    The mapping (every key optional)::
+
+        q:   {snr_db: 60}                 # also qd, qdd, tau; snr_db and/or std, each a
+        qd:  {snr_db: 40}                 #   number or a list with one number per joint
+        tau: {std: 0.5}
+        current: {gear_ratio: 160, torque_constant: 0.21, current_std: 0.005, efficiency: 1.0}
+        quantization: {q: 1.0e-4}         # resolution per signal
+        outliers: {fraction: 0.005, magnitude: 10.0, signal: tau}
+
+    The models are applied in a fixed order, whatever the order of the keys: ``current``; then
+    for q, qd, qdd, tau in turn ``snr_db`` and ``std``; then ``quantization``; then
+    ``outliers`` last (spikes hit the final measurement). The form ``{"models": [...]}``
+    written by :meth:`NoiseChain.to_dict` is accepted too and keeps its order. None or {}
+    gives an empty chain.
+
+    Raises:
+        ConfigError: an unknown key (naming it and the allowed ones), a wrong type, or a value
+            out of range (naming the field).
+    """
+    if mapping is None:
+        return NoiseChain()
+    if not isinstance(mapping, Mapping):
+        raise ConfigError(f"'noise' must be a mapping, got {type(mapping).__name__}: {mapping!r}")
+    if "models" in mapping:
+        if len(mapping) != 1:
+            others = ", ".join(sorted(k for k in mapping if k != "models"))
+            raise ConfigError(f"'noise.models' cannot be combined with other keys ({others})")
+        return _from_model_list(mapping["models"])
+    try:
+        config = _NoiseConfig.model_validate(dict(mapping))
+    except ValidationError as exc:
+        raise ConfigError(_validation_message(exc)) from None
+
+    models: list[NoiseModel] = []
+
+    def add(section: str, build) -> None:
+        try:
+            models.append(build())
+        except ConfigError as exc:
+            raise ConfigError(f"'noise.{section}': {exc}") from None
+
+    if config.current is not None:
+        c = config.current
+        add("current", lambda: CurrentMeasurement(
+            c.gear_ratio, c.torque_constant, c.current_std, c.efficiency))
+    for signal in SIGNALS:
+        section = getattr(config, signal)
+        if section is None:
+            continue
+        if section.snr_db is not None:
+            add(signal, lambda s=signal, v=section.snr_db: GaussianSNR(s, v))
+        if section.std is not None:
+            add(signal, lambda s=signal, v=section.std: GaussianStd(s, v))
+    if config.quantization is not None:
+        for signal in SIGNALS:
+            resolution = getattr(config.quantization, signal)
+            if resolution is not None:
+                add("quantization", lambda s=signal, v=resolution: Quantization(v, s))
+    if config.outliers is not None:
+        o = config.outliers
+        add("outliers", lambda: Outliers(o.fraction, o.magnitude, o.signal))
+    return NoiseChain(tuple(models))
+
+
+def measured_snr_db(clean, noisy) -> np.ndarray:
+    """SNR actually reached, per joint: 10·log10(mean(clean²) / mean((noisy − clean)²)).
+
+    Args:
+        clean: noise-free signal (N, n) or (N,).
+        noisy: the same signal with noise, same shape.
+
+    Returns:
+        SNR in dB per joint (n,) (a 0-d array for 1-D input); +inf where no noise was added.
+
+    Raises:
+        DataError: shapes differ or arrays hold NaN/inf.
+    """
+    clean = np.asarray(clean, dtype=float)
+    noisy = np.asarray(noisy, dtype=float)
+    if clean.shape != noisy.shape or clean.ndim not in (1, 2):
+        raise DataError(
+            f"clean and noisy must have the same shape (N,) or (N, n), got {clean.shape} and "
+            f"{noisy.shape}"
+        )
+    if not (np.all(np.isfinite(clean)) and np.all(np.isfinite(noisy))):
+        raise DataError("clean or noisy contains NaN or inf")
+    signal_power = np.mean(clean**2, axis=0)
+    noise_power = np.mean((noisy - clean) ** 2, axis=0)
+    with np.errstate(divide="ignore"):
+        return 10.0 * np.log10(signal_power / noise_power)
+
