@@ -54,7 +54,9 @@ class IRLSEstimator(Estimator):
         fit = weighted_least_squares(W, y)  # Eq. 25: residual of the first LS
         keep = np.ones_like(y, dtype=bool)
         history = [fit.beta]
-        for iteration in range(1, self.max_iterations + 1):
+        iterations = 0
+        while iterations < self.max_iterations:
+            iterations += 1
             variance = per_joint_variance(fit.residual, W, n, keep)
             limits = self._limits(fit.residual, keep, n)
             new_keep = (np.abs(fit.residual).reshape(-1, n) < limits).reshape(-1)  # Eq. 28
@@ -72,7 +74,7 @@ class IRLSEstimator(Estimator):
         return IdentifiedModel.from_base_parameters(
             problem, fit.beta, estimator=self.name, covariance=fit.covariance, options=self.get_params(),
             history=np.array(history), history_t=np.arange(len(history), dtype=float),
-            info={"condition_number": cond, "iterations": iteration,
+            info={"condition_number": cond, "iterations": iterations,
                   "outliers_rejected": int(np.count_nonzero(~keep)),
                   "outlier_fraction": float(np.mean(~keep))},
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -14,8 +15,10 @@ from rich.table import Table
 
 from robotid_sim.errors import RobotIdError
 
-console = Console()
-err_console = Console(stderr=True)
+# piped output (CI logs, files) gets a wide table instead of rich's 80-column default
+_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+console = Console(width=_WIDTH)
+err_console = Console(stderr=True, width=_WIDTH)
 
 
 def _progress() -> Progress:
@@ -111,7 +114,9 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="robotid-sim", description="Robot dynamic-parameter identification, simulation first.")
+    parser = argparse.ArgumentParser(
+        prog="robotid-sim", description="Robot dynamic-parameter identification, simulation first."
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -149,11 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return args.func(args)
     except RobotIdError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err_console.print("[red]interrupted[/]")

@@ -30,17 +30,18 @@ def rollout(forward: ForwardFn, q0: np.ndarray, qd0: np.ndarray, tau: np.ndarray
     q, qd = np.array(q0, float)[None], np.array(qd0, float)[None]
     out_q, out_qd = np.full((K, n), np.nan), np.full((K, n), np.nan)
     h = dt / substeps
-    for k in range(K):
-        out_q[k], out_qd[k] = q[0], qd[0]
-        for _ in range(substeps):
-            try:
-                qdd = forward(q, qd, tau[k][None])
-            except DataError:  # singular identified mass matrix
-                return out_q, out_qd
-            qd = qd + h * qdd
-            q = q + h * qd
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-                return out_q, out_qd  # diverged: the rest stays NaN
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is detected, not warned about
+        for k in range(K):
+            out_q[k], out_qd[k] = q[0], qd[0]
+            for _ in range(substeps):
+                try:
+                    qdd = forward(q, qd, tau[k][None])
+                except DataError:  # singular identified mass matrix
+                    return out_q, out_qd
+                qd = qd + h * qdd
+                q = q + h * qd
+                if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+                    return out_q, out_qd  # diverged: the rest stays NaN
     return out_q, out_qd
 
 

@@ -231,6 +231,13 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
             on_done(outcome)
     report("identify", len(estimators), len(estimators))
 
+    diverged = [o.name for o in outcomes if not np.isfinite(o.metrics.get("trajectory_rms_total", 0.0))]
+    if diverged:
+        notes.append(
+            f"trajectory RMS inf: the open-loop simulation of {', '.join(diverged)} diverged within "
+            f"{horizon:g} s; such a model's mass matrix is not positive definite at some state "
+            "(physically inconsistent parameters)"
+        )
     if sc.sensitivity and outcomes:
         notes.append(_sensitivity(robot, outcomes[0], problem, ds_val, run_dir))
 

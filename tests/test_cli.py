@@ -1,0 +1,188 @@
+"""The command line and the scenario runner end to end (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import robotid_sim as rid
+from robotid_sim import plugins
+from robotid_sim.cli import main
+
+TINY_SCENARIO = {
+    "name": "tiny",
+    "robot": "prrrp",
+    "seed": 0,
+    "excitation": {"type": "polynomial", "random_waypoints": 6, "seed": 0, "durations": "auto"},
+    "noise": {"tau": {"std": 0.05}},
+    "simulation": {"rate_hz": 100, "duration": 3.0},
+    "validation": {"duration": 2.0, "trajectory_horizon": 0.2},
+    "estimators": ["ols"],
+}
+
+
+def _cli(args: list[str], cwd: Path, env_extra: dict | None = None, timeout: int = 300):
+    env = {**os.environ, "COLUMNS": "160", **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "robotid_sim.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _write_scenario(tmp_path: Path, **changes) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({**TINY_SCENARIO, **changes}))
+    return path
+
+
+def _complete_runs(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("*") if p.is_dir() and not p.name.startswith("."))
+
+
+def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp_path):
+    first = _cli(["run"], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "estimator" in first.stdout and "ols" in first.stdout and "irls" in first.stdout  # the table
+    runs = _complete_runs(tmp_path / "runs")
+    assert len(runs) == 1
+    run = runs[0]
+    for name in ("report.md", "report.html", "metrics.json", "metrics.csv", "scenario.yaml",
+                 "models/ols.json", "models/wls.json", "models/irls.json", "plots/torque_comparison.png",
+                 "data/identification.npz", "data/validation.npz"):
+        assert (run / name).is_file(), name
+    stamp = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
+    second = _cli(["run"], cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    runs_after = _complete_runs(tmp_path / "runs")
+    assert len(runs_after) == 2 and run in runs_after
+    assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == stamp  # the first run is untouched
+
+
+def test_identify_on_the_csv_written_by_simulate_matches_the_in_memory_path(tmp_path):
+    result = _cli(["simulate", "--robot", "prrrp", "--duration", "4", "--out", "data.csv"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    result = _cli(["identify", "--data", "data.csv", "--robot", "prrrp", "--estimator", "ols",
+                   "--out", "model.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    from_file = rid.load_model(tmp_path / "model.json")
+    ds = rid.simulate("prrrp", "default", duration=4.0)
+    in_memory = rid.identify(ds, "prrrp", estimator="ols")
+    assert from_file.parameter_names == in_memory.parameter_names
+    assert np.allclose(from_file.values, in_memory.values, rtol=1e-9, atol=1e-12)
+
+
+def test_unknown_estimator_in_a_scenario_lists_the_known_ones_and_leaves_no_run(tmp_path, capsys):
+    path = _write_scenario(tmp_path, estimators=["ols", "magic"])
+    code = main(["run", str(path), "--out", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "unknown estimator 'magic'; known: ols, wls, irls" in " ".join(err.split())
+    assert _complete_runs(tmp_path / "runs") == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"robot": None}, "field 'robot': Input should be a valid string"),
+        ({"estimators": []}, "field 'estimators': List should have at least 1 item"),
+        ({"simulation": {"rate_hz": -5}}, "field 'simulation.rate_hz': Input should be greater than 0"),
+        ({"noyse": {}}, "unknown field 'noyse'"),
+    ],
+)
+def test_malformed_scenario_names_the_field_and_the_reason(tmp_path, capsys, changes, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**TINY_SCENARIO, **changes}))
+    code = main(["run", str(path), "--out", str(tmp_path / "runs")])
+    assert code != 0
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "runs").exists() or _complete_runs(tmp_path / "runs") == []
+
+
+def test_malformed_yaml_is_reported(tmp_path, capsys):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: x\nrobot: [unclosed\n")
+    assert main(["run", str(path)]) != 0
+    assert "is not valid YAML" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_run_that_fails_midway_leaves_no_complete_looking_folder(tmp_path, monkeypatch):
+    import robotid_sim.scenario.runner as runner
+
+    def boom(*args, **kwargs):
+        raise rid.IdentificationError("simulated failure while writing the report")
+
+    monkeypatch.setattr(runner, "write_report", boom)
+    with pytest.raises(rid.IdentificationError):
+        rid.run_scenario(_write_scenario(tmp_path), out_dir=tmp_path / "runs")
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_report_command_prints_the_table_of_a_run(tmp_path, capsys):
+    run = rid.run_scenario(_write_scenario(tmp_path), out_dir=tmp_path / "runs")
+    assert main(["report", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "ols" in out and "torque RMS" in out
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics[0]["estimator"] == "ols" and len(metrics[0]["torque_rms"]) == 5
+
+
+BROKEN_MODULE = "raise RuntimeError('this plugin is broken on purpose')\n"
+
+
+@pytest.fixture()
+def site_with_plugins(tmp_path):
+    """A directory with a broken plugin and the ridge template plugin installed (pip --target)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "rs_broken_plugin.py").write_text(BROKEN_MODULE)
+    info = site / "robotid_sim_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: robotid-sim-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[robotid_sim]\nbroken = rs_broken_plugin\n")
+    template = Path(__file__).parents[1] / "examples" / "plugin_template"
+    src = tmp_path / "template"
+    shutil.copytree(template, src)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(src)], check=True, timeout=240)
+    return site
+
+
+def test_broken_plugin_is_listed_and_an_external_plugin_runs_through_a_scenario(tmp_path, site_with_plugins):
+    env = {"PYTHONPATH": str(site_with_plugins)}
+    listing = _cli(["plugins"], cwd=tmp_path, env_extra=env)
+    assert listing.returncode == 0, listing.stderr
+    text = " ".join(listing.stdout.split())
+    assert "broken" in text and "RuntimeError: this plugin is broken on purpose" in text
+    assert "ridge" in text
+    # a scenario that does not use the broken plugin still runs, with the third-party estimator
+    path = _write_scenario(tmp_path, estimators=["ols", "ridge"])
+    result = _cli(["run", str(path), "--out", "runs"], cwd=tmp_path, env_extra=env)
+    assert result.returncode == 0, result.stderr
+    run = _complete_runs(tmp_path / "runs")[0]
+    assert (run / "models" / "ridge.json").is_file()
+    plugins.reset_plugin_manager()
+
+
+def test_plugins_command_lists_the_builtins(capsys):
+    assert main(["plugins"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for name in ("ols", "wls", "irls"):
+        assert name in out
+
+
+def test_cli_help_is_available():
+    code = subprocess.run([sys.executable, "-m", "robotid_sim.cli", "--help"], capture_output=True, text=True)
+    assert code.returncode == 0 and "run" in code.stdout and "identify" in code.stdout
+
+
+def test_scenarios_bundled_for_every_robot_are_valid():
+    from robotid_sim.scenario import bundled_scenarios, load_scenario
+
+    scenarios = {load_scenario(p).robot for p in bundled_scenarios().values()}
+    assert {"planar3r", "scara", "three_axis", "prrrp", "hyper9"} <= scenarios
