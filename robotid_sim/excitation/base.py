@@ -463,3 +463,28 @@ def rest_to_rest_duration(distance, velocity, acceleration) -> float:
 def as_float_list(x) -> Any:
     """numpy array or scalar → nested lists of Python floats (JSON-able)."""
     return np.asarray(x, float).tolist()
+
+
+class SequenceBacked(Excitation):
+    """An excitation defined by an inner :class:`Concatenation` stored as ``self._sequence``.
+
+    Subclasses build ``_sequence`` in ``__init__`` and write :meth:`describe`; time, evaluation
+    and segment labels are the sequence's.
+    """
+
+    _sequence: Concatenation
+
+    @property
+    def n_dof(self) -> int:
+        return self._sequence.n_dof
+
+    @property
+    def duration(self) -> float:
+        return self._sequence.duration
+
+    def _evaluate(self, t):
+        return self._sequence.evaluate(t)
+
+    @property
+    def segments(self):
+        return self._sequence.segments

@@ -35,6 +35,7 @@ from robotid_sim.excitation.base import (
     Hold,
     JointLimits,
     Segment,
+    SequenceBacked,
     as_float_list,
 )
 
@@ -175,7 +176,7 @@ def _resolve_order(order, n: int) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True, eq=False, init=False)
-class SequentialSine(Excitation):
+class SequentialSine(SequenceBacked):
     """Seed 003 §4: one joint at a time, distal to base, the others held.
 
     Sequence: ``dwell`` s at the hold pose, then for each joint in ``order`` its
@@ -287,17 +288,6 @@ class SequentialSine(Excitation):
     @property
     def n_dof(self) -> int:
         return self.hold.shape[0]
-
-    @property
-    def duration(self) -> float:
-        return self._sequence.duration
-
-    def _evaluate(self, t):
-        return self._sequence.evaluate(t)
-
-    @property
-    def segments(self):
-        return self._sequence.segments
 
     def describe(self) -> dict:
         return {"type": "sequential_sine", "amplitudes": as_float_list(self.amplitudes),

@@ -35,6 +35,7 @@ from robotid_sim.excitation.base import (
     Hold,
     JointLimits,
     Segment,
+    SequenceBacked,
     as_float_list,
     rest_to_rest_duration,
     smoothstep,
@@ -156,7 +157,7 @@ def _ramp_time(velocity: np.ndarray, limits: JointLimits) -> float:
 
 
 @dataclass(frozen=True, eq=False, init=False)
-class StepwiseExcitation(Excitation):
+class StepwiseExcitation(SequenceBacked):
     """Static, constant-velocity and variable-velocity data in one trajectory (seed 000 §3).
 
     The options are stored as given (:meth:`describe` returns them); the trajectory is
@@ -213,21 +214,6 @@ class StepwiseExcitation(Excitation):
                        pose_spread=float(pose_spread), margin=float(margin), seed=int(seed))
         object.__setattr__(self, "options", options)
         object.__setattr__(self, "_sequence", _build_stepwise(JointLimits.of(robot), **options))
-
-    @property
-    def n_dof(self) -> int:
-        return self._sequence.n_dof
-
-    @property
-    def duration(self) -> float:
-        return self._sequence.duration
-
-    def _evaluate(self, t):
-        return self._sequence.evaluate(t)
-
-    @property
-    def segments(self):
-        return self._sequence.segments
 
     def describe(self) -> dict:
         out = {"type": "stepwise", **self.options}

@@ -124,9 +124,10 @@ def comparison_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
 
     Columns: estimator, total torque RMS, torque RMS against the noise-free torque, mean RSD, mean
     agreement index, relative base-parameter error, trajectory RMS, fit time, condition number. A metric
-    column appears only when at least one estimator has a value for it (inf counts: a diverged simulation). The best value of each column
-    (lowest, or highest for the agreement index) is marked ``best`` when two or more estimators have one;
-    the condition number is never marked, since it describes the excitation and not the estimator.
+    column appears only when at least one estimator has a value for it (inf counts: a diverged
+    simulation). The best value of each column (lowest, or highest for the agreement index) is marked
+    ``best`` when two or more estimators have one; the condition number is never marked, since it
+    describes the excitation and not the estimator.
 
     Args:
         result: the study.
