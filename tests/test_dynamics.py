@@ -91,3 +91,14 @@ def test_forward_dynamics_from_any_linear_model_matches_true_model(robots, rng):
     tau = robot.inverse_dynamics(q, qd, qdd)
     qdd_base = forward_dynamics_from_inverse(lambda a, b, c: base.regressor(a, b, c) @ beta, q, qd, tau)
     assert np.allclose(qdd_base, qdd, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_regressor_of_selected_columns_equals_those_columns_of_the_full_one(name, robots, rng):
+    robot = robots[name]
+    q, qd, qdd = robot.random_states(rng, 50)
+    full = robot.regressor(q, qd, qdd)
+    columns = np.sort(rng.choice(robot.n_parameters, size=robot.n_parameters // 2, replace=False))
+    assert np.array_equal(robot.regressor(q, qd, qdd, columns=columns), full[..., columns])
+    base = robot.base_parameters()
+    assert np.array_equal(base.regressor(q, qd, qdd), full[..., base.independent])

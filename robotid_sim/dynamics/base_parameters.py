@@ -20,7 +20,8 @@ import numpy as np
 import scipy.linalg
 import sympy
 
-RegressorFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+#: ``regressor(q, qd, qdd, columns=None) -> (N, n, p or len(columns))``
+RegressorFn = Callable[..., np.ndarray]
 
 #: relative tolerance on |R_ii| of the normalised QR to call a column dependent
 RANK_TOLERANCE = 1e-9
@@ -79,7 +80,7 @@ class BaseParameters:
 
     def regressor(self, q, qd, qdd) -> np.ndarray:
         """Base regressor (N, n, b): the independent columns of the full regressor."""
-        return self._regressor(q, qd, qdd)[..., self.independent]
+        return self._regressor(q, qd, qdd, columns=self.independent)
 
     def table(self) -> list[tuple[str, str, float]]:
         """Rows (name, expression, true value) for reports."""

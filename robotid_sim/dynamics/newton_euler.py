@@ -105,41 +105,54 @@ def _skew(v: np.ndarray) -> np.ndarray:
     return S
 
 
-def _link_wrench_regressor(w: np.ndarray, dw: np.ndarray, a: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """Fill A (N, 6, 10): link wrench about the frame origin, rows (n; f), per standard parameter.
+#: features of one link's motion, in order: dw (3), the products of w (6), a (3)
+_FEATURES = ("dx", "dy", "dz", "wxwx", "wywy", "wzwz", "wxwy", "wxwz", "wywz", "ax", "ay", "az")
 
-    n = I dw + w x (I w) + mc x a and f = M a + dw x mc + w x (w x mc) (Newton–Euler,
-    seed 003 Eq. 5–6), with the columns XX XY XZ YY YZ ZZ MX MY MZ M. ``w, dw, a`` are (3, N).
-    Entries that are always zero (moment rows x M, force rows x inertia) must be zero in ``A``.
+
+def _wrench_basis() -> np.ndarray:
+    """C (12, 60): A.reshape(60) = features @ C, with A (6, 10) the link wrench regressor.
+
+    A's rows are (n; f), the moment about the frame origin and the force, its columns the
+    standard parameters XX XY XZ YY YZ ZZ MX MY MZ M (Newton–Euler, seed 003 Eq. 5–6):
+    n = I dw + w x (I w) + mc x a, f = M a + dw x mc + w x (w x mc).
     """
+    terms = {
+        # moment rows, inertia columns: L(dw) + [w]x L(w), with I v = L(v) [XX XY XZ YY YZ ZZ]
+        (0, 0): {"dx": 1}, (0, 1): {"dy": 1, "wxwz": -1}, (0, 2): {"dz": 1, "wxwy": 1},
+        (0, 3): {"wywz": -1}, (0, 4): {"wywy": 1, "wzwz": -1}, (0, 5): {"wywz": 1},
+        (1, 0): {"wxwz": 1}, (1, 1): {"dx": 1, "wywz": 1}, (1, 2): {"wzwz": 1, "wxwx": -1},
+        (1, 3): {"dy": 1}, (1, 4): {"dz": 1, "wxwy": -1}, (1, 5): {"wxwz": -1},
+        (2, 0): {"wxwy": -1}, (2, 1): {"wxwx": 1, "wywy": -1}, (2, 2): {"dx": 1, "wywz": -1},
+        (2, 3): {"wxwy": 1}, (2, 4): {"dy": 1, "wxwz": 1}, (2, 5): {"dz": 1},
+        # moment rows, first moments: mc x a = -[a]x mc
+        (0, 7): {"az": 1}, (0, 8): {"ay": -1}, (1, 6): {"az": -1}, (1, 8): {"ax": 1},
+        (2, 6): {"ay": 1}, (2, 7): {"ax": -1},
+        # force rows, first moments: [dw]x + [w]x[w]x = [dw]x + w wᵀ - |w|² E
+        (3, 6): {"wywy": -1, "wzwz": -1}, (3, 7): {"dz": -1, "wxwy": 1}, (3, 8): {"dy": 1, "wxwz": 1},
+        (4, 6): {"dz": 1, "wxwy": 1}, (4, 7): {"wxwx": -1, "wzwz": -1}, (4, 8): {"dx": -1, "wywz": 1},
+        (5, 6): {"dy": -1, "wxwz": 1}, (5, 7): {"dx": 1, "wywz": 1}, (5, 8): {"wxwx": -1, "wywy": -1},
+        # force rows, mass: a
+        (3, 9): {"ax": 1}, (4, 9): {"ay": 1}, (5, 9): {"az": 1},
+    }
+    C = np.zeros((len(_FEATURES), 60))
+    for (row, col), coefficients in terms.items():
+        for feature, c in coefficients.items():
+            C[_FEATURES.index(feature), row * 10 + col] = c
+    return C
+
+
+_WRENCH_BASIS = _wrench_basis()
+
+
+def _link_wrench_regressor(w: np.ndarray, dw: np.ndarray, a: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """A (N, 6, 10): the link wrench regressor for ``w, dw, a`` (3, N), as one matrix product
+    of the motion features with :func:`_wrench_basis`. ``F`` (12, N) is a work buffer."""
     wx, wy, wz = w
-    dx, dy, dz = dw
-    # moment rows, inertia columns: L(dw) + [w]x L(w), with I v = L(v) [XX XY XZ YY YZ ZZ]
-    A[:, 0, 0] = dx
-    A[:, 0, 1] = dy - wx * wz
-    A[:, 0, 2] = dz + wx * wy
-    A[:, 0, 3] = -wy * wz
-    A[:, 0, 4] = wy * wy - wz * wz
-    A[:, 0, 5] = wy * wz
-    A[:, 1, 0] = wx * wz
-    A[:, 1, 1] = dx + wy * wz
-    A[:, 1, 2] = wz * wz - wx * wx
-    A[:, 1, 3] = dy
-    A[:, 1, 4] = dz - wx * wy
-    A[:, 1, 5] = -wx * wz
-    A[:, 2, 0] = -wx * wy
-    A[:, 2, 1] = wx * wx - wy * wy
-    A[:, 2, 2] = dx - wy * wz
-    A[:, 2, 3] = wx * wy
-    A[:, 2, 4] = dy + wx * wz
-    A[:, 2, 5] = dz
-    # moment rows, first-moment columns: mc x a = -[a]x mc
-    A[:, 0:3, 6:9] = -_skew(a)
-    # force rows: [dw]x + [w]x[w]x on mc, a on M
-    W = _skew(w)
-    A[:, 3:6, 6:9] = _skew(dw) + W @ W
-    A[:, 3:6, 9] = a.T
-    return A
+    F[0:3] = dw
+    F[3], F[4], F[5] = wx * wx, wy * wy, wz * wz
+    F[6], F[7], F[8] = wx * wy, wx * wz, wy * wz
+    F[9:12] = a
+    return (F.T @ _WRENCH_BASIS).reshape(-1, 6, 10)
 
 
 def inertial_regressor(
@@ -149,9 +162,19 @@ def inertial_regressor(
     qddT: np.ndarray,
     gravity: np.ndarray,
     out: np.ndarray | None = None,
+    link_columns: Sequence[tuple[np.ndarray, int]] | None = None,
 ) -> np.ndarray:
-    """Inertial regressor (N, n, n, 10): ``Y[s, i, j, k]`` multiplies parameter k of link j in
-    the torque of joint i at sample s (zero for i > j). Written into ``out`` if given.
+    """Inertial regressor: ``Y[s, i, c]`` multiplies a standard parameter of some link j in the
+    torque of joint i at sample s (zero for i > j).
+
+    Args:
+        joints: the chain.
+        qT, qdT, qddT: joint states (n, N).
+        gravity: (3,) in the base frame.
+        out: (N, n, P) destination, zero-initialised; allocated when None.
+        link_columns: per link j, ``(local, start)``: which of its 10 parameters to compute
+            (indices 0..9, increasing) and the column of ``out`` where they start (they are
+            written side by side). Default: all 10 of every link, ``out`` (N, n, 10 n).
 
     For each joint i <= j, psi_ij (6,) is the motion axis of joint i expressed at the origin of
     frame j (angular part, linear part); then tau_i += psi_ij · A_j theta_j with A_j the link-j
@@ -161,25 +184,34 @@ def inertial_regressor(
     """
     n, N = qT.shape
     fp = forward_pass(joints, qT, qdT, qddT, gravity)
+    if link_columns is None:
+        link_columns = [(np.arange(10), 10 * j) for j in range(n)]
     if out is None:
-        out = np.zeros((N, n, n, 10))
+        out = np.zeros((N, n, sum(len(local) for local, _ in link_columns)))
     # buffers reused across links (fresh large allocations cost more than the arithmetic)
     psi, psi_next = np.zeros((N, n, 6)), np.zeros((N, n, 6))
     XT = np.zeros((N, 6, 6))
-    A = np.zeros((N, 6, 10))
+    F = np.empty((len(_FEATURES), N))
     for j, joint in enumerate(joints):
         if j > 0:
             # psi' (row) = psi (row) @ X^T with X^T = [[E^T, [p]x E^T], [0, E^T]]
-            Et = fp.E[j].transpose(2, 1, 0)  # (N or 1, 3, 3): E^T per sample
+            Et = np.ascontiguousarray(fp.E[j].transpose(2, 1, 0))  # (N or 1, 3, 3): E^T per sample
             XT[:, :3, :3] = Et
             XT[:, 3:, 3:] = Et
-            XT[:, :3, 3:] = _skew(np.broadcast_to(fp.p[j], (3, N))) @ Et
+            p = fp.p[j]
+            # a revolute joint's offset is constant: one skew matrix for every sample
+            XT[:, :3, 3:] = (_skew(p)[0] if p.shape[1] == 1 else _skew(p)) @ Et
             np.matmul(psi[:, :j], XT, out=psi_next[:, :j])
             psi, psi_next = psi_next, psi
         psi[:, j] = 0.0
         psi[:, j, slice(0, 3) if joint.kind == "revolute" else slice(3, 6)] = joint.axis
-        _link_wrench_regressor(fp.w[j], fp.dw[j], fp.a[j], A)
-        np.matmul(psi[:, : j + 1], A, out=out[:, : j + 1, j, :])
+        local, start = link_columns[j]
+        if len(local) == 0:
+            continue
+        A = _link_wrench_regressor(fp.w[j], fp.dw[j], fp.a[j], F)
+        if len(local) < 10:
+            A = A[:, :, local]
+        np.matmul(psi[:, : j + 1], A, out=out[:, : j + 1, start:start + len(local)])
     return out
 
 

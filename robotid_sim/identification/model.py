@@ -115,7 +115,7 @@ class IdentifiedModel:
     # ----------------------------------------------------------------- dynamics
     def regressor(self, q, qd, qdd) -> np.ndarray:
         """The model's regressor (N, n, b)."""
-        return self.robot.regressor(q, qd, qdd)[..., self.columns]
+        return self.robot.regressor(q, qd, qdd, columns=self.columns)
 
     def predict_torque(self, q, qd, qdd) -> np.ndarray:
         """Predicted motor torque (N, n)."""

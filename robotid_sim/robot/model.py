@@ -122,26 +122,38 @@ class Robot:
         }
 
     # ----------------------------------------------------------------- dynamics
-    def regressor(self, q, qd, qdd) -> np.ndarray:
+    def regressor(self, q, qd, qdd, columns=None) -> np.ndarray:
         """Regressor Y (N, n, p) with Y @ theta = inverse dynamics incl. rotor and friction.
 
         Computed by a Newton–Euler recursion vectorised over the N samples.
+
+        Args:
+            q, qd, qdd: joint states (N, n).
+            columns: increasing indices into theta; only those columns are computed, giving
+                (N, n, len(columns)) (how the base regressor is made). Default: all p.
         """
         n = self.n_dof
         q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
-        N = q.shape[0]
-        b = self._block
-        Y = np.zeros((N, n, n, b))
-        inertial_regressor(self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity, out=Y[..., :10])
-        col = 10
-        diag = np.arange(n)
-        if self.rotor_inertia is not None:
-            Y[:, diag, diag, col] = qdd
-            col += 1
-        k = len(self.friction.suffixes)
-        if k:
-            Y[:, diag, diag, col:col + k] = self.friction.columns(qd)
-        return Y.reshape(N, n, n * b)
+        N, b = q.shape[0], self._block
+        selected = np.arange(self.n_parameters) if columns is None else np.asarray(columns)
+        position = {int(c): k for k, c in enumerate(selected)}
+        link_columns = []
+        for j in range(n):
+            local = selected[(selected >= j * b) & (selected < j * b + 10)] - j * b
+            link_columns.append((local, position[j * b + int(local[0])] if len(local) else 0))
+        Y = np.zeros((N, n, len(selected)))
+        inertial_regressor(self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity, out=Y,
+                           link_columns=link_columns)
+        has_ia = self.rotor_inertia is not None
+        friction = self.friction.columns(qd) if self.friction.suffixes else None
+        for j in range(n):
+            if has_ia and j * b + 10 in position:
+                Y[:, j, position[j * b + 10]] = qdd[:, j]
+            for c in range(len(self.friction.suffixes)):
+                k = position.get(j * b + 10 + has_ia + c)
+                if k is not None:
+                    Y[:, j, k] = friction[:, j, c]
+        return Y
 
     def rigid_body_torque(self, q, qd, qdd, gravity: bool = True) -> np.ndarray:
         """Rigid-body torque (N, n) by the batched RNEA (no rotor inertia, no friction)."""
