@@ -197,3 +197,34 @@ def test_scenario_with_sensitivity_writes_the_plus_minus_50_percent_table(tmp_pa
     for name in model.parameter_names:
         assert name in text
     assert "0.5" in text and "1.5" in text
+
+
+def test_period_averaging_in_a_scenario_identifies_on_the_mean_period(tmp_path):
+    """Seed 001 §5: repeat a periodic excitation and average the periods before identifying."""
+    scenario = {
+        **TINY_SCENARIO,
+        "excitation": {"type": "fourier", "harmonics": 4, "base_frequency": 0.5, "periods": 4, "seed": 0},
+        "noise": {"tau": {"std": 0.2}},
+        "simulation": {"rate_hz": 100},
+        "preprocessing": {"period_average": 4},
+        "estimators": ["ols"],
+    }
+    run = rid.run_scenario(_write_scenario(tmp_path, **scenario), out_dir=tmp_path / "runs")
+    report = (run / "report.md").read_text()
+    assert "4 periods averaged into one" in report
+    bad = _write_scenario(tmp_path, **{**scenario, "preprocessing": {"period_average": 6}})
+    with pytest.raises(rid.ConfigError, match="period_average = 6 but the data holds 4.00 periods"):
+        rid.run_scenario(bad, out_dir=tmp_path / "runs2")
+
+
+def test_averaging_periods_divides_the_noise_by_sqrt_k(robots):
+    from robotid_sim.scenario.runner import _preprocess
+    from robotid_sim.scenario.schema import PreprocessingConfig
+
+    robot = robots["prrrp"]
+    exc = {"type": "fourier", "harmonics": 4, "base_frequency": 0.5, "periods": 9, "seed": 0}
+    ds = rid.simulate(robot, exc, noise={"tau": {"std": 0.3}}, seed=0, rate_hz=100)
+    averaged, _ = _preprocess(ds, PreprocessingConfig(period_average=9))
+    assert averaged.n_samples == 200
+    ratio = np.std(averaged.tau - averaged.truth.tau) / np.std(ds.tau - ds.truth.tau)
+    assert ratio == pytest.approx(1 / 3, rel=0.1)
