@@ -13,7 +13,7 @@ import numpy as np
 
 from robotid_sim.dynamics.forward import forward_dynamics_from_inverse
 from robotid_sim.dynamics.states import as_states
-from robotid_sim.errors import ConfigError, DataError, ModelError
+from robotid_sim.errors import ConfigError, DataError, ModelError, RobotIdError
 
 FORMAT = "robotid_sim.identified_model"
 FORMAT_VERSION = 1
@@ -144,11 +144,10 @@ class IdentifiedModel:
     def to_dict(self) -> dict:
         """Human-readable plain data (what :meth:`save` writes)."""
         std = self.std
-        expressions = {}
         try:
             expressions = {n: e for n, e, _ in self.robot.base_parameters().table()}
-        except Exception:  # robot not loadable here: keep the file writable anyway
-            pass
+        except RobotIdError:  # the robot cannot be loaded here: the model is still worth saving
+            expressions = {}
         return {
             "format": FORMAT,
             "version": FORMAT_VERSION,
