@@ -118,7 +118,7 @@ def compute_base_parameters(
     Wn[:, nonzero] = W[:, nonzero] / scale[nonzero]
 
     # rank from QR with column pivoting (the count)
-    R_piv = scipy.linalg.qr(Wn, mode="r", pivoting=True)[0]
+    R_piv, pivots = scipy.linalg.qr(Wn, mode="r", pivoting=True)
     diag = np.abs(np.diag(R_piv))
     rank = int(np.sum(diag > RANK_TOLERANCE * diag[0]))
 
@@ -128,7 +128,7 @@ def compute_base_parameters(
     independent = np.flatnonzero((d > RANK_TOLERANCE * diag[0]) & nonzero)
     if len(independent) != rank:
         # fall back to the pivoted choice if the canonical order is numerically ambiguous
-        independent = np.sort(scipy.linalg.qr(Wn, mode="r", pivoting=True)[1][:rank])
+        independent = np.sort(pivots[:rank])
     dependent = np.setdiff1d(np.arange(p), independent)
 
     # W_dep = W_ind @ B  ->  beta = theta_ind + B @ theta_dep

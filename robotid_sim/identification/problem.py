@@ -10,6 +10,7 @@ import numpy as np
 
 from robotid_sim.dynamics.base_parameters import BaseParameters
 from robotid_sim.errors import DataError, IdentificationError
+from robotid_sim.identification.metrics import condition_number
 from robotid_sim.robot.model import Robot
 
 #: condition number above which the excitation is called rank-deficient
@@ -85,6 +86,11 @@ class IdentificationProblem:
             IdentificationError: naming the least-excited base parameters when the data is
                 rank-deficient (some parameter combination is not excited at all).
         """
+        return self._excitation_condition
+
+    @cached_property
+    def _excitation_condition(self) -> float:
+        """:meth:`check_excitation`, computed once per problem (every estimator of a study asks)."""
         W = self.base_regressor()
         scale = np.linalg.norm(W, axis=0)
         dead = np.flatnonzero(scale < 1e-12 * max(scale.max(), 1e-300))
@@ -106,4 +112,4 @@ class IdentificationProblem:
                 f"combination of {names} is not excited. Use a longer or optimised excitation "
                 "(e.g. excitation.type: fourier with optimize)"
             )
-        return float(np.linalg.cond(W))
+        return condition_number(W)

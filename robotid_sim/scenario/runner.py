@@ -220,6 +220,7 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
     truth_base = problem.true_base_values()
     tau_val_true = ds_val.truth.tau
     outcomes: list[EstimatorOutcome] = []
+    models = []
     metric_rows = []
     horizon = sc.validation.trajectory_horizon
     K = int(round(horizon / ds_val.dt))
@@ -242,7 +243,8 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
             "fit_time_s": float(model.info.get("fit_time_s", np.nan)),
             "condition_number": float(condition),
         }
-        if model.parameter_names == problem.base_parameter_names:
+        is_base = model.parameter_names == problem.base_parameter_names
+        if is_base:
             metrics["base_parameter_error"] = float(M.relative_parameter_error(model.values, truth_base))
         if K > 1:
             err = trajectory_error(model.forward_dynamics, q_reference, *rollout_args)
@@ -253,11 +255,12 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
                 metrics[key] = model.info[key]
         outcome = EstimatorOutcome(
             name=entry.display, parameter_names=model.parameter_names, values=model.values, std=model.std,
-            true_values=truth_base if model.parameter_names == problem.base_parameter_names else None,
+            true_values=truth_base if is_base else None,
             metrics=metrics, tau_predicted=pred, history=model.history, history_t=model.history_t,
             model_path=str(model_path.relative_to(run_dir)),
         )
         outcomes.append(outcome)
+        models.append(model)
         metric_rows.append({"estimator": entry.display, **metrics})
         if on_done is not None:
             on_done(outcome)
@@ -271,7 +274,7 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
             "(physically inconsistent parameters)"
         )
     if sc.sensitivity and outcomes:
-        notes.append(_sensitivity(robot, outcomes[0], problem, ds_val, run_dir))
+        notes.append(_sensitivity(models[0], outcomes[0].name, ds_val, run_dir))
 
     _write_metrics(run_dir, metric_rows)
     result = StudyResult(
@@ -306,11 +309,8 @@ def _write_metrics(run_dir: Path, rows: list[dict]) -> None:
         writer.writerows(flat)
 
 
-def _sensitivity(robot, outcome, problem, ds_val, run_dir: Path) -> str:
+def _sensitivity(model, name: str, ds_val, run_dir: Path) -> str:
     """±50 % sensitivity of each identified parameter on the open-loop trajectory (seed 004 Table 6)."""
-    from robotid_sim.identification import load_model
-
-    model = load_model(run_dir / outcome.model_path)
     K = max(int(round(0.5 / ds_val.dt)), 2)
     tau = ds_val.truth.tau[:K]
     q0, qd0 = ds_val.truth.q[0], ds_val.truth.qd[0]
@@ -320,4 +320,4 @@ def _sensitivity(robot, outcome, problem, ds_val, run_dir: Path) -> str:
 
     table = M.sensitivity(simulate_fn, model.values, model.parameter_names)
     (run_dir / "sensitivity.json").write_text(json.dumps(M.sensitivity_to_dict(table), indent=2) + "\n")
-    return f"±50 % sensitivity of '{outcome.name}' written to sensitivity.json"
+    return f"±50 % sensitivity of '{name}' written to sensitivity.json"

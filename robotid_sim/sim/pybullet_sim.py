@@ -78,8 +78,6 @@ class PyBulletSimulator:
         n = robot.n_dof
         p.setJointMotorControlArray(self.body, self.joint_ids, p.VELOCITY_CONTROL, forces=[0.0] * n,
                                     physicsClientId=c)
-        self._rotor = robot.rotor_inertia
-        self._has_friction = bool(robot.friction.suffixes)
         self.t = 0.0
 
     # ------------------------------------------------------------------ state
@@ -117,11 +115,9 @@ class PyBulletSimulator:
         c = self.client
         M = np.array(p.calculateMassMatrix(self.body, q, physicsClientId=c))
         h = np.array(p.calculateInverseDynamics(self.body, q, qd, [0.0] * len(q), physicsClientId=c))
-        rhs = np.asarray(tau_motor, float) - h
-        if self._has_friction:
-            friction = self.robot.friction.torque(np.asarray(qd)[None])[0]
-            rhs = rhs - friction
-        M_total = M + np.diag(self._rotor) if self._rotor is not None else M
+        rhs = np.asarray(tau_motor, float) - h - self.robot.friction.torque(np.asarray(qd)[None])[0]
+        rotor = self.robot.rotor_inertia
+        M_total = M + np.diag(rotor) if rotor is not None else M
         qdd = np.linalg.solve(M_total, rhs)
         tau_rb = M @ qdd + h
         p.setJointMotorControlArray(self.body, self.joint_ids, p.TORQUE_CONTROL, forces=tau_rb.tolist(),
@@ -133,8 +129,8 @@ class PyBulletSimulator:
     def motor_torque(self, tau_rb: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Motor torque (N, n) from Bullet's rigid-body torque: + rotor inertia + friction."""
         tau = np.asarray(tau_rb, float)
-        if self._rotor is not None:
-            tau = tau + self._rotor * qdd
+        if self.robot.rotor_inertia is not None:
+            tau = tau + self.robot.rotor_inertia * qdd
         return tau + self.robot.friction.torque(qd)
 
     # ------------------------------------------------------------------ tracking
