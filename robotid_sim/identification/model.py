@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from robotid_sim.dynamics.forward import forward_dynamics_from_inverse
+from robotid_sim.dynamics.forward import forward_dynamics_from_inverse, mass_matrix_from_inverse
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, DataError, ModelError, RobotIdError
 
@@ -129,16 +129,12 @@ class IdentifiedModel:
 
     def mass_matrix(self, q) -> np.ndarray:
         """M(q) (N, n, n) of the identified model."""
-        from robotid_sim.dynamics.forward import mass_matrix_from_inverse
-
         (q,) = as_states(self.n_dof, q=q)
         return mass_matrix_from_inverse(self.predict_torque, q)
 
     def with_values(self, values: np.ndarray) -> IdentifiedModel:
         """A copy with other parameter values (for sensitivity studies)."""
-        import dataclasses
-
-        return dataclasses.replace(self, values=np.asarray(values, float), covariance=None)
+        return replace(self, values=np.asarray(values, float), covariance=None)
 
     # ----------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
