@@ -60,6 +60,12 @@ def _check_keys(kind: str, mapping: Mapping, allowed: tuple[str, ...]) -> None:
                           f"type '{kind}'; valid fields: {', '.join(sorted(allowed))}")
 
 
+def _options(kind: str, cfg: Mapping, allowed: tuple[str, ...]) -> dict:
+    """The keyword options of ``cfg`` after :func:`_check_keys`: the allowed keys it sets."""
+    _check_keys(kind, cfg, allowed)
+    return {k: cfg[k] for k in allowed if k in cfg}
+
+
 def _need_robot(kind: str, robot) -> None:
     if robot is None:
         raise ConfigError(f"excitation type '{kind}' needs the robot (its joint limits)")
@@ -98,15 +104,14 @@ def _fourier(cfg: dict, robot) -> Excitation:
 def _sequential(cfg: dict, robot) -> Excitation:
     keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles",
             "margin")
-    _check_keys("sequential_sine", cfg, keys)
+    options = _options("sequential_sine", cfg, keys)
     _need_robot("sequential_sine", robot)
-    return SequentialSine(robot, **{k: cfg[k] for k in keys if k in cfg})
+    return SequentialSine(robot, **options)
 
 
 def _single(cfg: dict, robot) -> Excitation:
     keys = ("hold", "joint", "amplitude", "frequency", "cycles", "ramp_cycles")
-    _check_keys("single_joint_sine", cfg, keys)
-    return SingleJointSine(**{k: cfg[k] for k in keys if k in cfg})
+    return SingleJointSine(**_options("single_joint_sine", cfg, keys))
 
 
 def _polynomial(cfg: dict, robot) -> Excitation:
@@ -163,15 +168,14 @@ def _stepwise(cfg: dict, robot) -> Excitation:
     keys = ("n_poses", "poses", "static_duration", "slow_speed", "speeds", "cruise_time",
             "min_cruise_time", "fourier_segments", "harmonics", "base_frequency",
             "fourier_periods", "pose_spread", "margin", "seed")
-    _check_keys("stepwise", cfg, keys)
+    options = _options("stepwise", cfg, keys)
     _need_robot("stepwise", robot)
-    return StepwiseExcitation(robot, **{k: cfg[k] for k in keys if k in cfg})
+    return StepwiseExcitation(robot, **options)
 
 
 def _constant_velocity(cfg: dict, robot) -> Excitation:
     keys = ("start", "velocity", "cruise_time", "ramp_time", "cruise_label", "ramp_label")
-    _check_keys("constant_velocity", cfg, keys)
-    return ConstantVelocity(**{k: cfg[k] for k in keys if k in cfg})
+    return ConstantVelocity(**_options("constant_velocity", cfg, keys))
 
 
 def _hold(cfg: dict, robot) -> Excitation:
