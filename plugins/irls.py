@@ -5,37 +5,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from robotid_sim.errors import ConfigError, IdentificationError
+from pydantic import Field
+
+from robotid_sim.errors import IdentificationError
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import Estimator, IdentifiedModel, per_joint_variance, weighted_least_squares
+from robotid_sim.identification import (
+    BaseParameterModel,
+    Estimator,
+    EstimatorOptions,
+    History,
+    per_joint_variance,
+    weighted_least_squares,
+)
 
 
 class IRLSEstimator(Estimator):
     """Gautier-weighted least squares in which samples whose residual exceeds a threshold get
-    zero weight (seed 001 Eq. 28–29); re-solve until the set of rejected samples stops changing.
-
-    Args:
-        threshold: absolute residual threshold (N·m); the seed uses 8 N·m. ``None`` (default)
-            uses ``k_sigma`` robust standard deviations per joint instead, which adapts to each
-            joint's noise level.
-        k_sigma: multiple of the per-joint robust residual std (1.4826·MAD) used when
-            ``threshold`` is None.
-        max_iterations: inner-loop limit.
-        check_excitation: refuse rank-deficient data with an error naming the parameters.
-    """
+    zero weight (seed 001 Eq. 28–29); re-solve until the set of rejected samples stops changing."""
 
     name = "irls"
 
-    def __init__(self, threshold: float | None = None, k_sigma: float = 3.0, max_iterations: int = 50,
-                 check_excitation: bool = True):
-        if threshold is not None and threshold <= 0:
-            raise ConfigError(f"irls: threshold must be > 0 (N·m), got {threshold}")
-        if k_sigma <= 0:
-            raise ConfigError(f"irls: k_sigma must be > 0, got {k_sigma}")
-        self.threshold = threshold
-        self.k_sigma = k_sigma
-        self.max_iterations = max_iterations
-        self.check_excitation = check_excitation
+    class Options(EstimatorOptions):
+        threshold: float | None = Field(
+            None, gt=0, description="absolute residual threshold (N·m; the seed uses 8). None: k_sigma robust "
+            "standard deviations per joint, which adapts to each joint's noise level")
+        k_sigma: float = Field(3.0, gt=0, description="multiple of the per-joint robust residual std (1.4826·MAD)")
+        max_iterations: int = Field(50, ge=1, description="inner-loop limit")
+        check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
 
     def _limits(self, residual: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
         if self.threshold is not None:
@@ -48,7 +44,7 @@ class IRLSEstimator(Estimator):
             limits[j] = self.k_sigma * 1.4826 * np.median(np.abs(rj - np.median(rj)))
         return np.maximum(limits, 1e-12)
 
-    def _fit(self, problem) -> IdentifiedModel:
+    def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
         W, y, n, N = problem.base_regressor(), problem.torque_vector(), problem.n_dof, problem.n_samples
         fit = weighted_least_squares(W, y)  # Eq. 25: residual of the first LS
@@ -71,12 +67,12 @@ class IRLSEstimator(Estimator):
             keep = new_keep
             if changed == 0:
                 break
-        return IdentifiedModel.from_base_parameters(
-            problem, fit.beta, estimator=self.name, covariance=fit.covariance, options=self.get_params(),
-            history=np.array(history), history_t=np.arange(len(history), dtype=float),
-            info={"condition_number": cond, "iterations": iterations,
-                  "outliers_rejected": int(np.count_nonzero(~keep)),
-                  "outlier_fraction": float(np.mean(~keep))},
+        return BaseParameterModel.from_problem(
+            problem, fit.beta, fit.covariance,
+            history=History(np.arange(len(history), dtype=float), np.array(history), problem.base_parameter_names),
+            diagnostics={"condition_number": cond, "iterations": iterations,
+                         "outliers_rejected": int(np.count_nonzero(~keep)),
+                         "outlier_fraction": float(np.mean(~keep))},
         )
 
 

@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import Estimator, IdentifiedModel, weighted_least_squares
+from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions, weighted_least_squares
 
 
 class OLSEstimator(Estimator):
-    """beta = (WᵀW)⁻¹ Wᵀ tau, solved by QR on the column-scaled stacked base regressor.
-
-    Args:
-        check_excitation: refuse rank-deficient data with an error naming the parameters.
-    """
+    """beta = (WᵀW)⁻¹ Wᵀ tau, solved by QR on the column-scaled stacked base regressor."""
 
     name = "ols"
 
-    def __init__(self, check_excitation: bool = True):
-        self.check_excitation = check_excitation
+    class Options(EstimatorOptions):
+        check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
 
-    def _fit(self, problem) -> IdentifiedModel:
+    def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
         fit = weighted_least_squares(problem.base_regressor(), problem.torque_vector())
-        return IdentifiedModel.from_base_parameters(
-            problem, fit.beta, estimator=self.name, covariance=fit.covariance, options=self.get_params(),
-            info={"condition_number": cond},
-        )
+        return BaseParameterModel.from_problem(problem, fit.beta, fit.covariance,
+                                               diagnostics={"condition_number": cond})
 
 
 @hookimpl

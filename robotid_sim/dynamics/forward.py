@@ -30,7 +30,15 @@ def forward_dynamics_from_inverse(
 ) -> np.ndarray:
     """qdd (N, n) solving inverse(q, qd, qdd) = tau for a model linear in qdd."""
     M = mass_matrix_from_inverse(inverse, q)
-    h = inverse(q, qd, np.zeros_like(q))
+    return solve_forward(M, inverse(q, qd, np.zeros_like(q)), tau)
+
+
+def solve_forward(M: np.ndarray, h: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """qdd (N, n) = M⁻¹ (tau − h) for mass matrices M (N, n, n) and bias h (N, n).
+
+    Raises:
+        DataError: M is singular at some state (physically inconsistent parameters).
+    """
     try:
         return np.linalg.solve(M, (tau - h)[..., None])[..., 0]
     except np.linalg.LinAlgError as exc:

@@ -1,46 +1,168 @@
-"""The estimator interface (SPEC §8), scikit-learn-like with a statsmodels-like result.
+"""The estimator interface (SPEC §8): scikit-learn-like, with a statsmodels-like result.
 
-An estimator's constructor only stores options (plain keyword arguments with defaults); the
-work happens in :meth:`Estimator.fit`, which returns a separate :class:`IdentifiedModel`.
+An estimator's constructor only stores options; the work happens in :meth:`Estimator.fit`,
+which returns a separate :class:`~robotid_sim.identification.IdentifiedModel`.
+
+Options are validated by one mechanism, a pydantic model per estimator:
+
+- declare it as a nested class ``Options`` (a subclass of :class:`EstimatorOptions`, with
+  defaults, ``Field`` constraints and descriptions) and do not write ``__init__``: the base
+  constructor validates the keyword options and stores each as an attribute; or
+- write a plain ``__init__(self, a: float = 1.0, ...)`` that stores its arguments under their
+  own names (scikit-learn style): the options model is derived from its signature and type
+  hints, and options are validated in :meth:`Estimator.from_options` and again in
+  :meth:`Estimator.fit`.
+
+Every problem is reported by :func:`options_error`, one line naming the estimator, the option
+and what is allowed.
+
+An estimator that uses another (semiparametric on a rigid-body fit, two-loop around IRLS) takes
+it as an option of type :class:`EstimatorSpec`, written ``{"name": "irls", "options": {...}}``
+in scenarios and JSON, and builds it with :meth:`EstimatorSpec.build` inside ``fit``.
 """
 
 from __future__ import annotations
 
 import inspect
 import time
-from typing import ClassVar
+import typing
+from typing import Any, ClassVar
 
-from robotid_sim.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.identification.model import IdentifiedModel
 from robotid_sim.identification.problem import IdentificationProblem
 
 
+class EstimatorOptions(BaseModel):
+    """Base of the estimators' option models: unknown keys are errors; values are validated."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, validate_default=True)
+
+
+class EstimatorSpec(BaseModel):
+    """Another estimator, as an option: ``{"name": "irls", "options": {"k_sigma": 3}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="registered estimator name")
+    options: dict[str, Any] = Field(default_factory=dict, description="that estimator's options")
+
+    def build(self) -> Estimator:
+        """The estimator instance (looked up in the plugin registry, options validated)."""
+        from robotid_sim.plugins import get_estimator
+
+        return get_estimator(self.name).from_options(**self.options)
+
+
+def options_error(estimator: str, exc: ValidationError, model: type[BaseModel]) -> ConfigError:
+    """The one error formatter for estimator options: a line per problem, naming the option."""
+    valid = list(model.model_fields)
+    unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden" and e["loc"])
+    parts = []
+    if unknown:
+        parts.append(f"unknown option(s) {unknown}")
+    for e in exc.errors():
+        if e["type"] == "extra_forbidden":
+            continue
+        where = ".".join(str(x) for x in e["loc"]) or "options"
+        if e["type"] == "missing":
+            parts.append(f"option '{where}' is required")
+        else:
+            parts.append(f"option '{where}': {e['msg']} (got {e.get('input')!r})")
+    return ConfigError(f"estimator '{estimator}': {'; '.join(parts)}; valid options: {valid}")
+
+
+_DERIVED: dict[type, type[BaseModel]] = {}
+
+
 class Estimator:
-    """Base class. Subclasses define ``name``, keyword options in ``__init__`` and ``_fit``."""
+    """Base class. Subclasses set ``name``, their options (``Options`` or ``__init__``) and ``_fit``.
+
+    Class attributes:
+        name: the registered name (``"ols"``).
+        Options: the pydantic options model, or None to derive it from ``__init__``.
+        biased: True for an estimator that does not recover the exact parameters from noise-free
+            data (a regularised or sparse one); :func:`robotid_sim.testing.check_estimator` then
+            skips that check.
+    """
 
     name: ClassVar[str] = ""
+    Options: ClassVar[type[EstimatorOptions] | None] = None
+    biased: ClassVar[bool] = False
+
+    def __init__(self, **options):
+        model = type(self).options_model()
+        try:
+            validated = model.model_validate(options)
+        except ValidationError as exc:
+            raise options_error(self.name, exc, model) from None
+        for key in model.model_fields:
+            setattr(self, key, getattr(validated, key))
+
+    @classmethod
+    def options_model(cls) -> type[BaseModel]:
+        """The pydantic model of this estimator's options."""
+        if cls.Options is not None:
+            return cls.Options
+        if cls not in _DERIVED:
+            _DERIVED[cls] = _model_from_signature(cls)
+        return _DERIVED[cls]
 
     def get_params(self) -> dict:
-        """The options this estimator was configured with."""
-        sig = inspect.signature(type(self).__init__)
-        return {k: getattr(self, k) for k in sig.parameters if k != "self"}
+        """The options this estimator was configured with, as plain JSON-able data."""
+        model = type(self).options_model()
+        return model.model_construct(**{k: getattr(self, k) for k in model.model_fields}).model_dump(mode="json")
 
     @classmethod
     def from_options(cls, **options) -> Estimator:
-        """Build from scenario options; an unknown option raises :class:`ConfigError` listing valid ones."""
-        sig = inspect.signature(cls.__init__)
-        valid = [k for k in sig.parameters if k != "self"]
-        unknown = sorted(set(options) - set(valid))
-        if unknown:
-            raise ConfigError(f"estimator '{cls.name}': unknown option(s) {unknown}; valid options: {valid}")
-        return cls(**options)
+        """Build from scenario options; any problem raises one :class:`ConfigError` naming the option."""
+        model = cls.options_model()
+        try:
+            validated = model.model_validate(options)
+        except ValidationError as exc:
+            raise options_error(cls.name, exc, model) from None
+        if cls.Options is not None:
+            return cls(**options)
+        return cls(**{k: getattr(validated, k) for k in model.model_fields if k in options})
 
     def fit(self, problem: IdentificationProblem) -> IdentifiedModel:
-        """Identify a model from ``problem``; records the fit time in ``model.info['fit_time_s']``."""
+        """Identify a model from ``problem``.
+
+        Validates the options, times ``_fit``, and stamps the model with this estimator's
+        name, options and ``diagnostics['fit_time_s']``.
+        """
+        if not isinstance(problem, IdentificationProblem):
+            raise IdentificationError(
+                f"estimator '{self.name}': fit takes an IdentificationProblem, got {type(problem).__name__}")
+        params = self.get_params()
+        type(self).from_options(**params)  # validate options set after construction too
         t0 = time.perf_counter()
         model = self._fit(problem)
-        model.info.setdefault("fit_time_s", time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        if not isinstance(model, IdentifiedModel):
+            raise IdentificationError(
+                f"estimator '{self.name}' returned {type(model).__name__}, not an IdentifiedModel")
+        model.estimator = self.name
+        model.options = params
+        model.diagnostics.setdefault("fit_time_s", elapsed)
         return model
 
     def _fit(self, problem: IdentificationProblem) -> IdentifiedModel:  # pragma: no cover - abstract
-        raise NotImplementedError
+        raise NotImplementedError(f"estimator '{self.name}' does not implement _fit(problem)")
+
+
+def _model_from_signature(cls: type) -> type[BaseModel]:
+    """An options model with one field per keyword parameter of ``cls.__init__``."""
+    signature = inspect.signature(cls.__init__)
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # unresolvable annotations: validate presence and names only
+        hints = {}
+    fields: dict[str, Any] = {}
+    for name, param in signature.parameters.items():
+        if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[name] = (hints.get(name, Any), default)
+    return create_model(f"{cls.__name__}Options", __base__=EstimatorOptions, **fields)

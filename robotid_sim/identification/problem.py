@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -11,44 +12,53 @@ import numpy as np
 from robotid_sim.dynamics.base_parameters import BaseParameters
 from robotid_sim.errors import DataError, IdentificationError
 from robotid_sim.identification.metrics import condition_number
+from robotid_sim.excitation.base import Segment
 from robotid_sim.robot.model import Robot
+from robotid_sim.robot.structure import RobotStructure
 
 #: condition number above which the excitation is called rank-deficient
 RANK_DEFICIENT_CONDITION = 1e10
 
 
-@dataclass
+@dataclass(eq=False)
 class IdentificationProblem:
-    """A dataset, the robot model structure, and the base-parameter reduction.
+    """What an estimator is given: the robot's structure, the measured data and its segments.
 
-    Only the robot's *structure* (kinematics, friction law, which parameters exist) is used by
-    estimators; its true parameters serve only for ``true_base_values`` (metrics).
+    It holds no truth. The structure (:class:`~robotid_sim.robot.structure.RobotStructure`)
+    has the kinematics, the friction law and the parameter layout but no parameter value, and
+    the dataset is stored without its noise-free ``truth``. The runner and the metrics keep the
+    :class:`~robotid_sim.robot.Robot` with its true parameters; estimators never see it.
+
+    Args:
+        robot: a :class:`Robot` (only its structure is kept) or a :class:`RobotStructure`.
+        dataset: measured signals (``t, q, qd, qdd, tau``, each (N, n)).
 
     Attributes:
-        robot: the robot model.
-        dataset: measured signals (``t, q, qd, qdd, tau``, each (N, n)).
-        base: base parameters of the robot.
-        options: free-form options from the scenario (passed through to estimators).
+        structure: the robot structure.
+        dataset: the measured dataset, ``truth`` removed.
+        base: base-parameter reduction of the structure (names, columns, ``K``; no values).
     """
 
-    robot: Robot
+    robot: InitVar[Robot | RobotStructure]
     dataset: Any
-    base: BaseParameters = None  # type: ignore[assignment]
-    options: dict = field(default_factory=dict)
+    structure: RobotStructure = field(init=False)
+    base: BaseParameters = field(init=False)
 
-    def __post_init__(self):
-        if self.base is None:
-            self.base = self.robot.base_parameters()
-        n = self.robot.n_dof
+    def __post_init__(self, robot):
+        self.structure = robot if isinstance(robot, RobotStructure) else robot.structure()
+        if getattr(self.dataset, "truth", None) is not None:
+            self.dataset = dataclasses.replace(self.dataset, truth=None)
+        self.base = self.structure.base_parameters()
+        n = self.structure.n_dof
         if self.dataset.q.shape[1] != n:
             raise DataError(
-                f"the dataset has {self.dataset.q.shape[1]} joints but robot '{self.robot.name}' has {n}; "
+                f"the dataset has {self.dataset.q.shape[1]} joints but robot '{self.structure.name}' has {n}; "
                 "identify with the robot the data was recorded on"
             )
 
     @property
     def n_dof(self) -> int:
-        return self.robot.n_dof
+        return self.structure.n_dof
 
     @property
     def n_samples(self) -> int:
@@ -57,6 +67,19 @@ class IdentificationProblem:
     @property
     def base_parameter_names(self) -> list[str]:
         return list(self.base.names)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """Labelled time ranges of the data (static, constant velocity, one joint moving, ...).
+
+        Read from the dataset's ``metadata['segments']`` (written by :func:`simulate` from the
+        excitation); a record without them is one ``'excitation'`` segment.
+        """
+        t = self.dataset.t
+        stored = self.dataset.metadata.get("segments") if isinstance(self.dataset.metadata, dict) else None
+        if not stored:
+            return (Segment("excitation", float(t[0]), float(t[-1]) + self.dataset.dt),)
+        return tuple(Segment(str(s["label"]), float(s["start"]), float(s["end"]), s.get("joint")) for s in stored)
 
     @cached_property
     def _base_regressor(self) -> np.ndarray:
@@ -71,10 +94,6 @@ class IdentificationProblem:
     def torque_vector(self) -> np.ndarray:
         """Measured torque stacked like :meth:`base_regressor`: (N·n,)."""
         return np.asarray(self.dataset.tau, float).reshape(-1)
-
-    def true_base_values(self) -> np.ndarray:
-        """Base parameters of the robot's true model (b,)."""
-        return self.base.true_values()
 
     def check_excitation(self) -> float:
         """Condition number of the base regressor on this data (as seed 001 reports it).

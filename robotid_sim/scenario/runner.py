@@ -20,7 +20,7 @@ import numpy as np
 import yaml
 
 from robotid_sim.errors import ConfigError
-from robotid_sim.identification import IdentificationProblem
+from robotid_sim.identification import BaseParameterModel, IdentificationProblem, LinearParameterModel
 from robotid_sim.identification import metrics as M
 from robotid_sim.identification.validation import rollout, trajectory_error
 from robotid_sim.plugins import get_estimator
@@ -215,9 +215,11 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
     ds_val.save(run_dir / "data" / "validation.npz")
     ds_ident, notes = _preprocess(ds, sc.preprocessing)
 
-    problem = IdentificationProblem(robot, ds_ident)
+    problem = IdentificationProblem(robot.structure(), ds_ident)  # estimators never see the truth
     condition = problem.check_excitation()
-    truth_base = problem.true_base_values()
+    truth = robot.base_parameters()
+    truth_base = truth.true_values()
+    truth_table = truth.table()
     tau_val_true = ds_val.truth.tau
     outcomes: list[EstimatorOutcome] = []
     models = []
@@ -225,6 +227,8 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
     horizon = sc.validation.trajectory_horizon
     K = int(round(horizon / ds_val.dt))
     (run_dir / "models").mkdir()
+    (run_dir / "truth.json").write_text(json.dumps({"base_parameters": [
+        {"name": n, "expression": e, "value": v} for n, e, v in truth_table]}, indent=2) + "\n")
     if K > 1:
         rollout_args = (ds_val.truth.q[0], ds_val.truth.qd[0], ds_val.truth.tau[:K], ds_val.dt)
         q_reference, _ = rollout(robot.forward_dynamics, *rollout_args)
@@ -240,25 +244,20 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
             "torque_rms_vs_truth_total": float(M.torque_rms_total(tau_val_true, pred)),
             "rsd": M.rsd(ds_val.tau, pred).tolist(),
             "agreement_index": M.agreement_index(ds_val.tau, pred).tolist(),
-            "fit_time_s": float(model.info.get("fit_time_s", np.nan)),
+            "fit_time_s": float(model.diagnostics.get("fit_time_s", np.nan)),
             "condition_number": float(condition),
         }
-        is_base = model.parameter_names == problem.base_parameter_names
-        if is_base:
-            metrics["base_parameter_error"] = float(M.relative_parameter_error(model.values, truth_base))
+        base_values = model.base_values() if isinstance(model, LinearParameterModel) else None
+        if base_values is not None:
+            metrics["base_parameter_error"] = float(M.relative_parameter_error(base_values, truth_base))
         if K > 1:
             err = trajectory_error(model.forward_dynamics, q_reference, *rollout_args)
             metrics["trajectory_rms"] = err.tolist()
             metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err**2)))
         for key in ("iterations", "outliers_rejected"):
-            if key in model.info:
-                metrics[key] = model.info[key]
-        outcome = EstimatorOutcome(
-            name=entry.display, parameter_names=model.parameter_names, values=model.values, std=model.std,
-            true_values=truth_base if is_base else None,
-            metrics=metrics, tau_predicted=pred, history=model.history, history_t=model.history_t,
-            model_path=str(model_path.relative_to(run_dir)),
-        )
+            if key in model.diagnostics:
+                metrics[key] = model.diagnostics[key]
+        outcome = _outcome(entry.display, model, truth, metrics, pred, str(model_path.relative_to(run_dir)))
         outcomes.append(outcome)
         models.append(model)
         metric_rows.append({"estimator": entry.display, **metrics})
@@ -274,13 +273,16 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
             "(physically inconsistent parameters)"
         )
     if sc.sensitivity and outcomes:
-        notes.append(_sensitivity(models[0], outcomes[0].name, ds_val, run_dir))
+        if isinstance(models[0], LinearParameterModel):
+            notes.append(_sensitivity(models[0], outcomes[0].name, ds_val, run_dir))
+        else:
+            notes.append(f"no ±50 % sensitivity: '{outcomes[0].name}' is not a model linear in parameters")
 
     _write_metrics(run_dir, metric_rows)
     result = StudyResult(
         title=sc.name, robot_name=robot.name, joint_names=list(robot.joint_names),
         scenario=sc.model_dump(mode="json"), t_validation=ds_val.t, tau_measured=ds_val.tau,
-        tau_true=tau_val_true, outcomes=outcomes, base_parameter_table=problem.base.table(),
+        tau_true=tau_val_true, outcomes=outcomes, base_parameter_table=truth_table,
         notes=notes, info={
             "robot": robot.name, "samples (identification)": str(ds.n_samples),
             "samples (validation)": str(ds_val.n_samples), "base parameters": str(problem.base.count),
@@ -289,6 +291,19 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
         },
     )
     write_report(run_dir, result)
+
+
+def _outcome(name: str, model, truth, metrics: dict, pred, model_path: str) -> EstimatorOutcome:
+    """What the report shows of one estimator; true values only for base-parameter models."""
+    names, values, std = model.parameter_table()
+    is_base = isinstance(model, BaseParameterModel) and list(names) == list(truth.names)
+    history = model.history
+    return EstimatorOutcome(
+        name=name, parameter_names=list(names), values=values, std=std,
+        true_values=truth.true_values() if is_base else None, metrics=metrics, tau_predicted=pred,
+        history=None if history is None else history.values, history_t=None if history is None else history.t,
+        model_path=model_path,
+    )
 
 
 def _write_metrics(run_dir: Path, rows: list[dict]) -> None:

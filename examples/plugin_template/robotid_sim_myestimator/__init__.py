@@ -11,11 +11,13 @@ The plugin is this module: robotid_sim finds it through the entry point declared
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Annotated
 
-from robotid_sim.errors import ConfigError
+import numpy as np
+from pydantic import Field
+
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import Estimator, IdentificationProblem, IdentifiedModel
+from robotid_sim.identification import BaseParameterModel, Estimator, IdentificationProblem
 
 __version__ = "0.1.0"
 
@@ -24,20 +26,21 @@ class RidgeEstimator(Estimator):
     """Ridge-regularised least squares on the stacked base regressor.
 
     Like every robotid_sim estimator, the constructor only stores its options; the work is in
-    ``fit(problem)`` (the base class's ``fit`` times ``_fit`` and returns its model).
+    ``fit(problem)`` (the base class's ``fit`` validates the options against the constructor's
+    type hints (``alpha >= 0`` here), times ``_fit`` and stamps the model with the name and options). Ridge is biased
+    by design (it shrinks), which ``biased = True`` declares to ``robotid_sim.testing``.
 
     Args:
         alpha: regularisation strength (≥ 0), relative to the squared column norms of W.
     """
 
     name = "ridge"
+    biased = True
 
-    def __init__(self, alpha: float = 1e-6):
-        if not alpha >= 0:
-            raise ConfigError(f"ridge: alpha must be >= 0, got {alpha}")
+    def __init__(self, alpha: Annotated[float, Field(ge=0)] = 1e-6):
         self.alpha = alpha
 
-    def _fit(self, problem: IdentificationProblem) -> IdentifiedModel:
+    def _fit(self, problem: IdentificationProblem) -> BaseParameterModel:
         W = problem.base_regressor()  # (N·n, b), stacked sample-major
         y = problem.torque_vector()  # (N·n,)
         m, b = W.shape
@@ -53,9 +56,8 @@ class RidgeEstimator(Estimator):
         # cov(z) = sigma² H⁻¹ WsᵀWs H⁻¹ with H = WsᵀWs + alpha I
         H_inv = np.linalg.pinv(Ws.T @ Ws + self.alpha * np.eye(b))
         covariance = sigma2 * (H_inv @ (Ws.T @ Ws) @ H_inv) / np.outer(scale, scale)
-        return IdentifiedModel.from_base_parameters(
-            problem, beta, estimator=self.name, covariance=covariance, options=self.get_params(),
-            info={"residual_rms": float(np.sqrt(np.mean(residual**2)))},
+        return BaseParameterModel.from_problem(
+            problem, beta, covariance, diagnostics={"residual_rms": float(np.sqrt(np.mean(residual**2)))}
         )
 
 

@@ -6,6 +6,12 @@ from robotid_sim_myestimator import RidgeEstimator
 
 import robotid_sim as rid
 from robotid_sim.plugins import estimators, list_plugins, reset_plugin_manager
+from robotid_sim.testing import parametrize_with_checks
+
+
+@parametrize_with_checks([RidgeEstimator])
+def test_ridge_passes_the_estimator_contract(estimator, check):
+    check(estimator)
 
 
 def test_ridge_is_registered_through_the_entry_point():
@@ -24,5 +30,5 @@ def test_ridge_with_tiny_alpha_agrees_with_ols():
 
 
 def test_negative_alpha_is_refused():
-    with pytest.raises(rid.ConfigError, match="alpha"):
-        RidgeEstimator(alpha=-1.0)
+    with pytest.raises(rid.ConfigError, match="option 'alpha': Input should be greater than or equal to 0"):
+        RidgeEstimator.from_options(alpha=-1.0)

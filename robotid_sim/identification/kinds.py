@@ -1,0 +1,565 @@
+"""The built-in kinds of identified model (SPEC §8).
+
+============================  ==================  ==============================================
+class                         ``kind``            what it is
+============================  ==================  ==============================================
+:class:`BaseParameterModel`   ``base_linear``     linear in the base parameters (OLS, WLS, IRLS,
+                                                  Adaline, Hopfield, EKF)
+:class:`StandardParameterModel` ``standard_linear`` linear in the full standard parameters (a
+                                                  physically consistent set from LMI-WLS); its
+                                                  base values ``K θ`` serve the metrics
+:class:`FeatureLibraryModel`  ``feature_library`` linear in a library of features of q, qd, qdd
+                                                  (SINDy, automatic features): no URDF needed
+:class:`ResidualModel`        ``residual``        any model plus a learned correction (a small
+                                                  MLP; the semiparametric model)
+============================  ==================  ==============================================
+
+Models linear in inertial parameters get their mass matrix and bias from the recursive
+algorithms of :class:`~robotid_sim.robot.Robot` applied to an *equivalent standard parameter
+vector* (for base parameters: the base values on their own columns, zeros elsewhere, which has
+the same base values since ``K`` is the identity on those columns). The generic construction
+from n + 1 torque predictions remains only for models that are merely linear in qdd.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from abc import abstractmethod
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from robotid_sim.dynamics.forward import solve_forward
+from robotid_sim.dynamics.states import as_states
+from robotid_sim.errors import ConfigError, ModelError
+from robotid_sim.identification.model import History, IdentifiedModel, model_from_state, prefixed
+from robotid_sim.robot.structure import RobotStructure
+
+
+def _readonly(x) -> np.ndarray:
+    arr = np.array(x, dtype=float)
+    arr.flags.writeable = False
+    return arr
+
+
+# ===================================================================================== linear
+class LinearParameterModel(IdentifiedModel):
+    """A model linear in a parameter vector over a robot structure's regressor.
+
+    Attributes:
+        structure: the :class:`RobotStructure` (kinematics and friction law) it predicts with.
+        values: (m,) identified values (read-only).
+        covariance: (m, m) covariance where the method gives one, else None.
+    """
+
+    def __init__(self, structure: RobotStructure, values, covariance=None, *, estimator: str = "",
+                 options: dict | None = None, diagnostics: dict | None = None, history: History | None = None):
+        if not isinstance(structure, RobotStructure):
+            raise ModelError(f"structure must be a RobotStructure, got {type(structure).__name__}")
+        self.structure = structure
+        self.values = _readonly(values)
+        m = len(self.parameter_names)
+        if self.values.shape != (m,):
+            raise ModelError(f"{self.kind} model of '{structure.name}': expected {m} parameter values, "
+                             f"got shape {self.values.shape}")
+        if not np.all(np.isfinite(self.values)):
+            raise ModelError(f"{self.kind} model: parameter values contain NaN or inf")
+        self.covariance = None if covariance is None else _readonly(covariance)
+        if self.covariance is not None and self.covariance.shape != (m, m):
+            raise ModelError(f"covariance must be ({m}, {m}), got {self.covariance.shape}")
+        self._init_common(structure.joint_names, estimator, options, diagnostics, history)
+
+    @property
+    @abstractmethod
+    def parameter_names(self) -> list[str]:
+        """Names of the m parameters."""
+
+    @abstractmethod
+    def regressor(self, q, qd, qdd) -> np.ndarray:
+        """The model's regressor (N, n, m): ``regressor @ values`` is the predicted torque."""
+
+    @abstractmethod
+    def standard_equivalent(self) -> np.ndarray:
+        """A standard parameter vector (p,) with the same torque for every state."""
+
+    @abstractmethod
+    def base_values(self) -> np.ndarray:
+        """The base parameters (b,) of this model (``K @ standard_equivalent()``)."""
+
+    @property
+    def std(self) -> np.ndarray | None:
+        """Standard deviations (m,) of the parameters, where a covariance is known."""
+        return None if self.covariance is None else np.sqrt(np.clip(np.diag(self.covariance), 0, None))
+
+    @cached_property
+    def equivalent_robot(self):
+        """A :class:`~robotid_sim.robot.Robot` with :meth:`standard_equivalent` as parameters."""
+        return self.structure.robot_with_parameters(self.standard_equivalent())
+
+    def predict_torque(self, q, qd, qdd) -> np.ndarray:
+        q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
+        return self.regressor(q, qd, qdd) @ self.values
+
+    def mass_matrix(self, q) -> np.ndarray:
+        """M(q) (N, n, n) by the recursive algorithm on the equivalent standard parameters."""
+        return self.equivalent_robot.mass_matrix(q)
+
+    def bias_torque(self, q, qd) -> np.ndarray:
+        return self.equivalent_robot.bias_torque(q, qd)
+
+    def forward_dynamics(self, q, qd, tau) -> np.ndarray:
+        q, qd, tau = as_states(self.n_dof, q=q, qd=qd, tau=tau)
+        robot = self.equivalent_robot
+        return solve_forward(robot.mass_matrix(q), robot.bias_torque(q, qd), tau)
+
+    def with_values(self, values) -> LinearParameterModel:
+        """A copy with other parameter values and no covariance (for sensitivity studies)."""
+        values = _readonly(values)
+        if values.shape != self.values.shape:
+            raise ModelError(f"expected {self.values.shape[0]} parameter values, got shape {values.shape}")
+        clone = copy.copy(self)
+        clone.__dict__.pop("equivalent_robot", None)
+        clone.values, clone.covariance = values, None
+        return clone
+
+    def parameter_table(self):
+        return list(self.parameter_names), np.array(self.values), self.std
+
+    def check_structure(self, structure: RobotStructure) -> None:
+        differences = self.structure.differences(structure)
+        if differences:
+            shown = "; ".join(differences[:5]) + (f"; and {len(differences) - 5} more" if len(differences) > 5 else "")
+            raise ModelError(
+                f"the robot differs from the one this {self.estimator or self.kind} model was identified on: "
+                f"{shown}. Identify again on this robot, or load the model without a robot"
+            )
+
+    def _linear_state(self, extra: dict) -> tuple[dict, dict[str, np.ndarray]]:
+        std = self.std
+        data = {
+            "robot": self.structure.to_dict(),
+            "robot_sha256": self.structure.sha256,
+            **extra,
+            "parameters": [
+                {"name": n, "value": float(v), "std": None if std is None else float(std[k])}
+                for k, (n, v) in enumerate(zip(self.parameter_names, self.values, strict=True))
+            ],
+        }
+        arrays = {"values": np.array(self.values)}
+        if self.covariance is not None:
+            arrays["covariance"] = np.array(self.covariance)
+        return data, arrays
+
+    @staticmethod
+    def _structure_from(data: dict) -> RobotStructure:
+        structure = RobotStructure.from_dict(data["robot"])
+        if structure.sha256 != data.get("robot_sha256"):
+            raise ModelError("the embedded robot structure does not match its recorded SHA-256 (edited by hand?)")
+        return structure
+
+
+class BaseParameterModel(LinearParameterModel):
+    """Linear in the base parameters: torque = Y[..., columns] @ values (SPEC §4).
+
+    Attributes:
+        columns: (b,) indices of the base columns in the structure's full regressor.
+    """
+
+    kind = "base_linear"
+
+    def __init__(self, structure: RobotStructure, columns, values, covariance=None, **common):
+        self.columns = np.asarray(columns, int)
+        p = structure.n_parameters
+        if self.columns.ndim != 1 or np.any(self.columns < 0) or np.any(self.columns >= p) or np.any(
+                np.diff(self.columns) <= 0):
+            raise ModelError(f"columns must be increasing indices below {p}, got {self.columns.tolist()}")
+        super().__init__(structure, values, covariance, **common)
+
+    @classmethod
+    def from_problem(cls, problem, values, covariance=None, **common) -> BaseParameterModel:
+        """A model of ``problem``'s robot structure with identified base ``values`` (b,).
+
+        ``common``: ``estimator``, ``options``, ``diagnostics``, ``history``.
+        """
+        values = np.asarray(values, float)
+        if values.shape != (problem.base.count,):
+            raise ModelError(f"expected {problem.base.count} base parameter values, got shape {values.shape}")
+        return cls(problem.structure, problem.base.independent, values, covariance, **common)
+
+    @property
+    def parameter_names(self) -> list[str]:
+        names = self.structure.parameter_names
+        return [names[c] for c in self.columns]
+
+    def regressor(self, q, qd, qdd) -> np.ndarray:
+        return self.structure.regressor(q, qd, qdd, columns=self.columns)
+
+    def standard_equivalent(self) -> np.ndarray:
+        theta = np.zeros(self.structure.n_parameters)
+        theta[self.columns] = self.values
+        return theta
+
+    def base_values(self) -> np.ndarray:
+        base = self.structure.base_parameters()
+        if not np.array_equal(base.independent, self.columns):
+            return base.K @ self.standard_equivalent()
+        return np.array(self.values)
+
+    def _state(self):
+        return self._linear_state({"columns": self.columns.tolist()})
+
+    @classmethod
+    def _from_state(cls, data, arrays):
+        return cls(cls._structure_from(data), data["columns"], arrays["values"], arrays.get("covariance"))
+
+
+class StandardParameterModel(LinearParameterModel):
+    """Linear in the full standard parameters θ (p,): a physically consistent set, say.
+
+    Its base values ``K θ`` are what metrics compare with the truth.
+    """
+
+    kind = "standard_linear"
+
+    @classmethod
+    def from_problem(cls, problem, values, covariance=None, **common) -> StandardParameterModel:
+        return cls(problem.structure, values, covariance, **common)
+
+    @property
+    def parameter_names(self) -> list[str]:
+        return self.structure.parameter_names
+
+    def regressor(self, q, qd, qdd) -> np.ndarray:
+        return self.structure.regressor(q, qd, qdd)
+
+    def predict_torque(self, q, qd, qdd) -> np.ndarray:
+        """Motor torque by the recursive Newton–Euler algorithm on θ (no regressor formed)."""
+        return self.equivalent_robot.inverse_dynamics(q, qd, qdd)
+
+    def standard_equivalent(self) -> np.ndarray:
+        return np.array(self.values)
+
+    def base_values(self) -> np.ndarray:
+        return self.structure.base_parameters().K @ self.values
+
+    def _state(self):
+        return self._linear_state({})
+
+    @classmethod
+    def _from_state(cls, data, arrays):
+        return cls(cls._structure_from(data), arrays["values"], arrays.get("covariance"))
+
+
+# ============================================================================ feature library
+#: elementwise functions a feature factor may apply
+FUNCTIONS = {"": None, "sin": np.sin, "cos": np.cos, "sign": np.sign, "abs": np.abs, "tanh": np.tanh, "exp": np.exp}
+#: the signals a factor may read
+SIGNALS = ("q", "qd", "qdd")
+_FACTOR = re.compile(r"^(?:(sin|cos|sign|abs|tanh|exp)\((qdd|qd|q)(\d+)\)|(qdd|qd|q)(\d+))(?:\^(\d+))?$")
+
+
+@dataclass(frozen=True)
+class Factor:
+    """``function(signal_joint)^power``, e.g. ``sin(q2)`` or ``qd1^2``; joint is 0-based."""
+
+    function: str
+    signal: str
+    joint: int
+    power: int = 1
+
+    def __str__(self) -> str:
+        core = f"{self.signal}{self.joint + 1}"
+        core = f"{self.function}({core})" if self.function else core
+        return core + (f"^{self.power}" if self.power != 1 else "")
+
+    def evaluate(self, signals: dict[str, np.ndarray]) -> np.ndarray:
+        x = signals[self.signal][:, self.joint]
+        fn = FUNCTIONS[self.function]
+        x = fn(x) if fn is not None else x
+        return x**self.power if self.power != 1 else x
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A product of factors; the empty product is the constant ``1``."""
+
+    factors: tuple[Factor, ...] = ()
+
+    def __str__(self) -> str:
+        return "*".join(str(f) for f in self.factors) or "1"
+
+    @classmethod
+    def parse(cls, text: str, n_dof: int) -> Feature:
+        """Parse ``"1"`` or factors joined by ``*`` (``"sin(q1)*qdd2"``, ``"qd3^2"``); never evaluates code.
+
+        Raises:
+            ConfigError: a malformed factor or a joint outside 1..n_dof, naming it.
+        """
+        text = str(text).replace(" ", "")
+        if text == "1":
+            return cls()
+        factors = []
+        for part in text.split("*"):
+            m = _FACTOR.match(part)
+            if m is None:
+                raise ConfigError(
+                    f"feature {text!r}: cannot read factor {part!r}; a factor is SIGNALj or FUNC(SIGNALj), "
+                    f"optionally ^k, with SIGNAL in {SIGNALS} and FUNC in {sorted(f for f in FUNCTIONS if f)}"
+                )
+            function, signal, joint = (m.group(1) or "", m.group(2), m.group(3)) if m.group(2) else (
+                "", m.group(4), m.group(5))
+            joint = int(joint)
+            if not 1 <= joint <= n_dof:
+                raise ConfigError(f"feature {text!r}: joint {joint} is outside 1..{n_dof}")
+            power = int(m.group(6) or 1)
+            if power < 1:
+                raise ConfigError(f"feature {text!r}: the power must be >= 1")
+            factors.append(Factor(function, signal, joint - 1, power))
+        return cls(tuple(factors))
+
+    def evaluate(self, signals: dict[str, np.ndarray], N: int) -> np.ndarray:
+        out = np.ones(N)
+        for f in self.factors:
+            out = out * f.evaluate(signals)
+        return out
+
+    def qdd_degree(self) -> int:
+        """Total degree in the accelerations (plain ``qddj`` factors count their power)."""
+        return sum(f.power if not f.function else 99 for f in self.factors if f.signal == "qdd")
+
+
+@dataclass(frozen=True)
+class FeatureLibrary:
+    """An ordered library of features of (q, qd, qdd) for an n-joint robot."""
+
+    n_dof: int
+    features: tuple[Feature, ...]
+
+    @classmethod
+    def parse(cls, texts, n_dof: int) -> FeatureLibrary:
+        features = tuple(Feature.parse(t, n_dof) for t in texts)
+        names = [str(f) for f in features]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError(f"feature library: duplicate features {duplicates}")
+        return cls(int(n_dof), features)
+
+    @property
+    def names(self) -> list[str]:
+        return [str(f) for f in self.features]
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def evaluate(self, q, qd, qdd) -> np.ndarray:
+        """Feature matrix Φ (N, F)."""
+        q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
+        signals = {"q": q, "qd": qd, "qdd": qdd}
+        return np.stack([f.evaluate(signals, q.shape[0]) for f in self.features], axis=1)
+
+    def linear_in_qdd(self) -> bool:
+        """True when every feature is at most linear in qdd with a factor of q alone beside it."""
+        for f in self.features:
+            degree = f.qdd_degree()
+            if degree > 1 or (degree == 1 and any(x.signal == "qd" for x in f.factors)):
+                return False
+        return True
+
+    def to_dict(self) -> dict:
+        return {"n_dof": self.n_dof, "features": self.names}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FeatureLibrary:
+        return cls.parse(data["features"], int(data["n_dof"]))
+
+
+class FeatureLibraryModel(IdentifiedModel):
+    """tau_i = Σ_f C[i, f] φ_f(q, qd, qdd): a model in a feature library (SINDy, seed 000; seed 002).
+
+    Needs no robot description. Printable as equations (:meth:`equations`).
+
+    Attributes:
+        library: the :class:`FeatureLibrary`.
+        coefficients: (n, F) coefficient matrix; zeros are features a sparse method dropped.
+    """
+
+    kind = "feature_library"
+
+    def __init__(self, library: FeatureLibrary, coefficients, joint_names=None, **common):
+        self.library = library
+        self.coefficients = _readonly(coefficients)
+        if self.coefficients.shape != (library.n_dof, len(library)):
+            raise ModelError(f"coefficients must be ({library.n_dof}, {len(library)}), got {self.coefficients.shape}")
+        names = joint_names if joint_names is not None else [f"joint{j + 1}" for j in range(library.n_dof)]
+        self._init_common(names, **common)
+
+    def predict_torque(self, q, qd, qdd) -> np.ndarray:
+        return self.library.evaluate(q, qd, qdd) @ self.coefficients.T
+
+    def forward_dynamics(self, q, qd, tau) -> np.ndarray:
+        if not self.library.linear_in_qdd():
+            raise ModelError("this feature-library model is not linear in qdd with q-only inertia terms, so it "
+                             "has no forward dynamics; restrict the library's qdd features")
+        return super().forward_dynamics(q, qd, tau)
+
+    def equations(self, precision: int = 4) -> list[str]:
+        """One readable equation per joint, e.g. ``tau1 = 0.5213*qdd1 + 9.81*cos(q1)``."""
+        out = []
+        for i, row in enumerate(self.coefficients):
+            terms = [f"{c:.{precision}g}*{name}" if name != "1" else f"{c:.{precision}g}"
+                     for c, name in zip(row, self.library.names, strict=True) if c != 0]
+            out.append(f"tau{i + 1} = " + (" + ".join(terms).replace("+ -", "- ") if terms else "0"))
+        return out
+
+    def parameter_table(self):
+        names, values = [], []
+        for i, row in enumerate(self.coefficients):
+            for c, name in zip(row, self.library.names, strict=True):
+                if c != 0:
+                    names.append(f"tau{i + 1}:{name}")
+                    values.append(c)
+        return names, np.array(values), None
+
+    def _state(self):
+        return {"library": self.library.to_dict(), "equations": self.equations()}, {
+            "coefficients": np.array(self.coefficients)}
+
+    @classmethod
+    def _from_state(cls, data, arrays):
+        return cls(FeatureLibrary.from_dict(data["library"]), arrays["coefficients"], data["joint_names"])
+
+
+# ================================================================================== residual
+ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+
+
+@dataclass(frozen=True, eq=False)
+class MLPCorrection:
+    """A small multilayer perceptron evaluated with numpy: the learned part of a residual model.
+
+    ``x = concat(signals in inputs)``, normalised by ``x_mean``, ``x_std``; hidden layers
+    ``h = act(W h + b)``; linear output, times ``y_scale``. Weights come from any trainer
+    (the semiparametric estimator trains with torch and stores them here).
+
+    Attributes:
+        inputs: which signals feed it, in order, from ``("q", "qd", "qdd")``.
+        weights: per layer (out, in) matrices; biases: per layer (out,).
+        activation: ``"tanh"`` or ``"relu"`` for the hidden layers.
+        x_mean, x_std: (len(inputs)·n,) input normalisation; y_scale: (n,) output scale.
+    """
+
+    inputs: tuple[str, ...]
+    weights: tuple[np.ndarray, ...]
+    biases: tuple[np.ndarray, ...]
+    activation: str
+    x_mean: np.ndarray
+    x_std: np.ndarray
+    y_scale: np.ndarray
+
+    def __post_init__(self):
+        if not self.inputs or any(s not in SIGNALS for s in self.inputs):
+            raise ModelError(f"MLP inputs must be a non-empty subset of {SIGNALS}, got {self.inputs}")
+        if self.activation not in ACTIVATIONS:
+            raise ModelError(f"MLP activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if len(self.weights) != len(self.biases) or not self.weights:
+            raise ModelError("MLP needs as many bias vectors as weight matrices, at least one")
+        width = len(self.x_mean)
+        for W, b in zip(self.weights, self.biases, strict=True):
+            if W.ndim != 2 or W.shape[1] != width or b.shape != (W.shape[0],):
+                raise ModelError(f"MLP layer shapes do not chain: weight {W.shape}, bias {b.shape}, input {width}")
+            width = W.shape[0]
+        if width != len(self.y_scale) or len(self.x_std) != len(self.x_mean):
+            raise ModelError("MLP output width must equal n (len(y_scale)) and x_std match x_mean")
+
+    def __call__(self, q, qd, qdd) -> np.ndarray:
+        signals = {"q": q, "qd": qd, "qdd": qdd}
+        h = (np.concatenate([signals[s] for s in self.inputs], axis=1) - self.x_mean) / self.x_std
+        act = ACTIVATIONS[self.activation]
+        for k, (W, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            h = h @ W.T + b
+            if k < len(self.weights) - 1:
+                h = act(h)
+        return h * self.y_scale
+
+    def to_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        arrays = {"x_mean": self.x_mean, "x_std": self.x_std, "y_scale": self.y_scale}
+        for k, (W, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            arrays[f"W{k}"], arrays[f"b{k}"] = W, b
+        return {"inputs": list(self.inputs), "activation": self.activation, "layers": len(self.weights),
+                "shapes": [list(W.shape) for W in self.weights]}, arrays
+
+    @classmethod
+    def from_state(cls, data: dict, arrays: dict[str, np.ndarray]) -> MLPCorrection:
+        layers = int(data["layers"])
+        return cls(tuple(data["inputs"]), tuple(arrays[f"W{k}"] for k in range(layers)),
+                   tuple(arrays[f"b{k}"] for k in range(layers)), data["activation"], arrays["x_mean"],
+                   arrays["x_std"], arrays["y_scale"])
+
+
+class ResidualModel(IdentifiedModel):
+    """Any identified model plus a learned correction: tau = base(q, qd, qdd) + MLP (semiparametric).
+
+    When the correction does not read qdd, the mass matrix is the base model's and the
+    correction joins the bias, so forward dynamics stay as fast as the base model's.
+
+    Attributes:
+        base: the rigid-body (or any) :class:`IdentifiedModel`.
+        correction: the :class:`MLPCorrection`.
+    """
+
+    kind = "residual"
+
+    def __init__(self, base: IdentifiedModel, correction: MLPCorrection, **common):
+        if not isinstance(base, IdentifiedModel):
+            raise ModelError(f"base must be an IdentifiedModel, got {type(base).__name__}")
+        if len(correction.y_scale) != base.n_dof:
+            raise ModelError(f"the correction outputs {len(correction.y_scale)} torques, the base model {base.n_dof}")
+        self.base = base
+        self.correction = correction
+        self._init_common(base.joint_names, **common)
+
+    def predict_torque(self, q, qd, qdd) -> np.ndarray:
+        q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
+        return self.base.predict_torque(q, qd, qdd) + self.correction(q, qd, qdd)
+
+    def _qdd_free(self) -> bool:
+        return "qdd" not in self.correction.inputs
+
+    def mass_matrix(self, q) -> np.ndarray:
+        return self.base.mass_matrix(q) if self._qdd_free() else super().mass_matrix(q)
+
+    def bias_torque(self, q, qd) -> np.ndarray:
+        q, qd = as_states(self.n_dof, q=q, qd=qd)
+        return self.base.bias_torque(q, qd) + self.correction(q, qd, np.zeros_like(q))
+
+    def forward_dynamics(self, q, qd, tau) -> np.ndarray:
+        if not self._qdd_free():
+            return super().forward_dynamics(q, qd, tau)
+        q, qd, tau = as_states(self.n_dof, q=q, qd=qd, tau=tau)
+        return solve_forward(self.base.mass_matrix(q), self.bias_torque(q, qd), tau)
+
+    def parameter_table(self):
+        return self.base.parameter_table()
+
+    def check_structure(self, structure) -> None:
+        self.base.check_structure(structure)
+
+    def _state(self):
+        base_data, base_arrays = self.base.to_state()
+        corr_data, corr_arrays = self.correction.to_state()
+        arrays = {**{f"base/{k}": v for k, v in base_arrays.items()},
+                  **{f"correction/{k}": v for k, v in corr_arrays.items()}}
+        return {"base": base_data, "correction": corr_data}, arrays
+
+    @classmethod
+    def _from_state(cls, data, arrays):
+        base = model_from_state(data["base"], prefixed(arrays, "base/"), where="residual model's base")
+        return cls(base, MLPCorrection.from_state(data["correction"], prefixed(arrays, "correction/")))
+
+
+#: the built-in model kinds, registered by the built-in plugin ``robotid_sim_plugins.core``
+BUILTIN_MODEL_KINDS: tuple[type[IdentifiedModel], ...] = (
+    BaseParameterModel, StandardParameterModel, FeatureLibraryModel, ResidualModel,
+)

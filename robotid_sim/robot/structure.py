@@ -1,0 +1,272 @@
+"""What an estimator may know about a robot: its structure, never its true parameters (SPEC §8).
+
+A :class:`RobotStructure` holds the kinematics (joint kinds, axes, origins, limits), gravity,
+the friction *law* (its kind and the constants that enter non-linearly, such as the exponent of
+seed 001 Eq. 5 or the Stribeck velocity of seed 000 Eq. 34, but not its linear coefficients),
+whether rotor inertia is modelled, and so which standard parameters exist. That is everything
+needed to form the regressor and the base parameters, and everything an identified model needs
+to predict torque. It holds no inertial value and no friction coefficient: the runner keeps the
+:class:`~robotid_sim.robot.Robot` with its truth for metrics, and gives estimators only this.
+
+It is plain data: :meth:`RobotStructure.to_dict` is a canonical JSON-able description that
+identified models embed in their saved files, :attr:`RobotStructure.sha256` fingerprints it, and
+:meth:`RobotStructure.differences` names what differs between two structures (how a saved
+model refuses a robot that changed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict
+from robotid_sim.errors import ModelError
+from robotid_sim.robot.chain import Joint
+
+#: version of :meth:`RobotStructure.to_dict`'s layout
+STRUCTURE_VERSION = 1
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _float_or_inf(x, sign: float) -> float:
+    return sign * np.inf if x is None else float(x)
+
+
+def _friction_law(friction: FrictionModel) -> dict:
+    """The friction model's dict without its linear coefficients (they are identified)."""
+    linear = {"fc", "fv", "fs", "offset"}
+    return {k: v for k, v in friction.to_dict().items() if k not in linear}
+
+
+@dataclass(frozen=True, eq=False)
+class RobotStructure:
+    """Kinematics, gravity, friction law and parameter layout of a robot, without its parameters.
+
+    Build one with :meth:`Robot.structure() <robotid_sim.robot.Robot.structure>` or
+    :meth:`from_dict`. Dynamics are batched over samples: ``q, qd, qdd`` are (N, n).
+
+    Attributes:
+        name: robot name.
+        joints: the moving joints; their ``inertial`` entries are all zero.
+        gravity: (3,) gravity in the base frame.
+        friction_law: ``{"model": ..., "sign_smoothing": ...}`` plus the constants that enter
+            non-linearly (``alpha``, ``vs``), as in a sidecar, without linear coefficients.
+        rotor_inertia: whether each joint has a rotor-inertia parameter ``Ia``.
+        gear_ratio, velocity_limit, acceleration_limit: (n,) as in the sidecar.
+    """
+
+    name: str
+    joints: tuple[Joint, ...]
+    gravity: np.ndarray
+    friction_law: dict
+    rotor_inertia: bool
+    gear_ratio: np.ndarray
+    velocity_limit: np.ndarray
+    acceleration_limit: np.ndarray
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, robot) -> RobotStructure:
+        """The structure of a :class:`~robotid_sim.robot.Robot` (its values are left behind)."""
+        zero = np.zeros(10)
+        return cls(
+            name=robot.name,
+            joints=tuple(replace(j, inertial=zero.copy()) for j in robot.joints),
+            gravity=np.array(robot.gravity, float),
+            friction_law=_friction_law(robot.friction),
+            rotor_inertia=robot.rotor_inertia is not None,
+            gear_ratio=np.array(robot.gear_ratio, float),
+            velocity_limit=np.array(robot.velocity_limit, float),
+            acceleration_limit=np.array(robot.acceleration_limit, float),
+        )
+
+    # ----------------------------------------------------------------- description
+    @property
+    def n_dof(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> list[str]:
+        return [j.name for j in self.joints]
+
+    @property
+    def joint_kinds(self) -> list[str]:
+        return [j.kind for j in self.joints]
+
+    @property
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper position limits (n,); ±inf for continuous joints."""
+        return np.array([j.lower for j in self.joints]), np.array([j.upper for j in self.joints])
+
+    @property
+    def parameter_names(self) -> list[str]:
+        """Names of the p standard parameters, in regressor order (see :class:`Robot`)."""
+        return self._robot.parameter_names
+
+    @property
+    def n_parameters(self) -> int:
+        return self._robot.n_parameters
+
+    def parameter_slices(self) -> dict[str, np.ndarray]:
+        """Indices into theta of each parameter group: 'inertial', 'rotor', 'friction'."""
+        return self._robot.parameter_slices()
+
+    @cached_property
+    def _robot(self):
+        """A :class:`Robot` with every parameter zero: the regressor needs only the kinematics."""
+        from robotid_sim.robot.model import Robot
+
+        n = self.n_dof
+        law = dict(self.friction_law)
+        fields = {"coulomb_viscous": ("fc", "fv"), "nonlinear": ("fc", "fv"), "stribeck": ("fc", "fs", "fv")}
+        for name in fields.get(law.get("model"), ()):
+            law[name] = [0.0] * n
+        return Robot(
+            name=self.name, joints=list(self.joints), gravity=self.gravity, friction=friction_from_dict(law, n),
+            rotor_inertia=np.zeros(n) if self.rotor_inertia else None, gear_ratio=self.gear_ratio,
+            velocity_limit=self.velocity_limit, acceleration_limit=self.acceleration_limit,
+        )
+
+    # ----------------------------------------------------------------- dynamics
+    def regressor(self, q, qd, qdd, columns=None) -> np.ndarray:
+        """Regressor Y (N, n, p) (or the given ``columns`` of it), Y @ theta = motor torque."""
+        return self._robot.regressor(q, qd, qdd, columns=columns)
+
+    def random_states(self, rng: np.random.Generator, N: int) -> tuple[np.ndarray, ...]:
+        """Random (q, qd, qdd), each (N, n), inside the position, velocity, acceleration limits."""
+        return self._robot.random_states(rng, N)
+
+    def base_parameters(self):
+        """The base-parameter reduction (:class:`BaseParameters`), with no true values."""
+        if "base" not in self._cache:
+            from robotid_sim.dynamics.base_parameters import compute_base_parameters
+
+            robot = self._robot
+            self._cache["base"] = compute_base_parameters(
+                robot.regressor, robot.random_states, robot.parameter_names, None,
+                n_samples=max(200, 4 * robot.n_parameters // robot.n_dof),
+            )
+        return self._cache["base"]
+
+    def robot_with_parameters(self, theta):
+        """A :class:`Robot` of this structure whose standard parameters are ``theta`` (p,).
+
+        The parameters need not be physically consistent; the robot's recursive dynamics
+        (mass matrix, bias, forward dynamics) are linear in them.
+        """
+        return self._robot.with_parameters(theta)
+
+    # ----------------------------------------------------------------- persistence
+    def to_dict(self) -> dict:
+        """Canonical plain data: every float exact (JSON writes the shortest round-trip repr)."""
+        return {
+            "version": STRUCTURE_VERSION,
+            "name": self.name,
+            "joints": [
+                {
+                    "name": j.name, "kind": j.kind, "axis": np.asarray(j.axis, float).tolist(),
+                    "origin_rotation": np.asarray(j.origin_rotation, float).tolist(),
+                    "origin_translation": np.asarray(j.origin_translation, float).tolist(),
+                    "lower": _finite_or_none(j.lower), "upper": _finite_or_none(j.upper),
+                    "velocity_limit": _finite_or_none(j.velocity_limit),
+                    "effort_limit": _finite_or_none(j.effort_limit), "link": j.link_name,
+                }
+                for j in self.joints
+            ],
+            "gravity": self.gravity.tolist(),
+            "friction": _jsonable(self.friction_law),
+            "rotor_inertia": bool(self.rotor_inertia),
+            "gear_ratio": self.gear_ratio.tolist(),
+            "velocity_limit": self.velocity_limit.tolist(),
+            "acceleration_limit": self.acceleration_limit.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RobotStructure:
+        """Rebuild a structure written by :meth:`to_dict`.
+
+        Raises:
+            ModelError: a missing or malformed field, named.
+        """
+        try:
+            if data.get("version") != STRUCTURE_VERSION:
+                raise ModelError(f"robot structure version {data.get('version')!r} is not {STRUCTURE_VERSION}")
+            joints = tuple(
+                Joint(
+                    name=str(j["name"]), kind=str(j["kind"]), axis=np.array(j["axis"], float),
+                    origin_rotation=np.array(j["origin_rotation"], float).reshape(3, 3),
+                    origin_translation=np.array(j["origin_translation"], float).reshape(3),
+                    lower=_float_or_inf(j["lower"], -1.0), upper=_float_or_inf(j["upper"], 1.0),
+                    velocity_limit=_float_or_inf(j["velocity_limit"], 1.0),
+                    effort_limit=_float_or_inf(j["effort_limit"], 1.0), link_name=str(j["link"]),
+                    inertial=np.zeros(10),
+                )
+                for j in data["joints"]
+            )
+            if any(j.kind not in ("revolute", "prismatic") for j in joints):
+                raise ModelError("joint kinds must be 'revolute' or 'prismatic'")
+            structure = cls(
+                name=str(data["name"]), joints=joints, gravity=np.array(data["gravity"], float).reshape(3),
+                friction_law=dict(data["friction"]), rotor_inertia=bool(data["rotor_inertia"]),
+                gear_ratio=np.array(data["gear_ratio"], float), velocity_limit=np.array(data["velocity_limit"], float),
+                acceleration_limit=np.array(data["acceleration_limit"], float),
+            )
+            structure._robot  # noqa: B018 - validates the friction law and the per-joint arrays now
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, ModelError):
+                raise
+            raise ModelError(f"malformed robot structure: {type(exc).__name__}: {exc}") from None
+        return structure
+
+    @cached_property
+    def sha256(self) -> str:
+        """Fingerprint of :meth:`to_dict` (canonical JSON, sorted keys)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+    def differences(self, other: RobotStructure) -> list[str]:
+        """What differs between this structure and ``other``, one readable item each (empty if none)."""
+        return _diff(self.to_dict(), other.to_dict(), "")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RobotStructure) and self.sha256 == other.sha256
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def _diff(a, b, where: str) -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in list(dict.fromkeys([*a, *b])):
+            if key not in a or key not in b:
+                out.append(f"{where}{key}: only in the {'model' if key in a else 'robot'}")
+            else:
+                out += _diff(a[key], b[key], f"{where}{key}.")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and a and isinstance(a[0], dict):
+        out = []
+        for k, (x, y) in enumerate(zip(a, b, strict=True)):
+            label = x.get("name", k) if isinstance(x, dict) else k
+            out += _diff(x, y, f"{where}{label}.")
+        return out
+    if a != b:
+        return [f"{where.rstrip('.')}: {a!r} in the model, {b!r} in the robot"]
+    return []
