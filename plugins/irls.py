@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from pydantic import Field
 
 from robotid_sim.errors import IdentificationError
@@ -27,8 +26,11 @@ class IRLSEstimator(Estimator):
 
     class Options(EstimatorOptions):
         threshold: float | None = Field(
-            None, gt=0, description="absolute residual threshold (N·m; the seed uses 8). None: k_sigma robust "
-            "standard deviations per joint, which adapts to each joint's noise level")
+            None,
+            gt=0,
+            description="absolute residual threshold (N·m; the seed uses 8). None: k_sigma robust "
+            "standard deviations per joint, which adapts to each joint's noise level",
+        )
         k_sigma: float = Field(3.0, gt=0, description="multiple of the per-joint robust residual std (1.4826·MAD)")
         max_iterations: int = Field(50, ge=1, description="inner-loop limit")
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
@@ -68,11 +70,16 @@ class IRLSEstimator(Estimator):
             if changed == 0:
                 break
         return BaseParameterModel.from_problem(
-            problem, fit.beta, fit.covariance,
+            problem,
+            fit.beta,
+            fit.covariance,
             history=History(np.arange(len(history), dtype=float), np.array(history), problem.base_parameter_names),
-            diagnostics={"condition_number": cond, "iterations": iterations,
-                         "outliers_rejected": int(np.count_nonzero(~keep)),
-                         "outlier_fraction": float(np.mean(~keep))},
+            diagnostics={
+                "condition_number": cond,
+                "iterations": iterations,
+                "outliers_rejected": int(np.count_nonzero(~keep)),
+                "outlier_fraction": float(np.mean(~keep)),
+            },
         )
 
 

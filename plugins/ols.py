@@ -19,8 +19,9 @@ class OLSEstimator(Estimator):
     def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
         fit = weighted_least_squares(problem.base_regressor(), problem.torque_vector())
-        return BaseParameterModel.from_problem(problem, fit.beta, fit.covariance,
-                                               diagnostics={"condition_number": cond})
+        return BaseParameterModel.from_problem(
+            problem, fit.beta, fit.covariance, diagnostics={"condition_number": cond}
+        )
 
 
 @hookimpl

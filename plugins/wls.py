@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-
-from robotid_sim.hookspecs import hookimpl
 from pydantic import Field
 
+from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import (
     BaseParameterModel,
     Estimator,
@@ -32,7 +31,9 @@ class WLSEstimator(Estimator):
         variance = per_joint_variance(ols.residual, W, n)
         fit = weighted_least_squares(W, y, np.tile(1.0 / variance, problem.n_samples))
         return BaseParameterModel.from_problem(
-            problem, fit.beta, fit.covariance,
+            problem,
+            fit.beta,
+            fit.covariance,
             diagnostics={"condition_number": cond, "joint_noise_std": np.sqrt(variance).tolist()},
         )
 

@@ -260,7 +260,7 @@ def check_save_load_identical(cls, robot: str = "planar3r") -> None:
     expected = _predict(cls, name, model, ds_val)
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            path = model.save(Path(tmp) / "run" / "models" / "model.json")
+            model.save(Path(tmp) / "run" / "models" / "model.json")
         except Exception as exc:
             raise _fail(cls, name, f"save raised {type(exc).__name__}: {exc}") from exc
         moved = Path(tmp) / "elsewhere"

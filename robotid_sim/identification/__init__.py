@@ -15,8 +15,21 @@ from robotid_sim.identification.model import History, IdentifiedModel, load_mode
 from robotid_sim.identification.problem import IdentificationProblem
 
 __all__ = [
-    "BaseParameterModel", "Estimator", "EstimatorOptions", "EstimatorSpec", "FeatureLibrary", "FeatureLibraryModel",
-    "History", "IdentificationProblem", "IdentifiedModel", "LeastSquaresFit", "LinearParameterModel",
-    "MLPCorrection", "ResidualModel", "StandardParameterModel", "load_model", "per_joint_variance",
+    "BaseParameterModel",
+    "Estimator",
+    "EstimatorOptions",
+    "EstimatorSpec",
+    "FeatureLibrary",
+    "FeatureLibraryModel",
+    "History",
+    "IdentificationProblem",
+    "IdentifiedModel",
+    "LeastSquaresFit",
+    "LinearParameterModel",
+    "MLPCorrection",
+    "ResidualModel",
+    "StandardParameterModel",
+    "load_model",
+    "per_joint_variance",
     "weighted_least_squares",
 ]

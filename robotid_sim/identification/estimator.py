@@ -134,7 +134,8 @@ class Estimator:
         """
         if not isinstance(problem, IdentificationProblem):
             raise IdentificationError(
-                f"estimator '{self.name}': fit takes an IdentificationProblem, got {type(problem).__name__}")
+                f"estimator '{self.name}': fit takes an IdentificationProblem, got {type(problem).__name__}"
+            )
         params = self.get_params()
         type(self).from_options(**params)  # validate options set after construction too
         t0 = time.perf_counter()
@@ -142,7 +143,8 @@ class Estimator:
         elapsed = time.perf_counter() - t0
         if not isinstance(model, IdentifiedModel):
             raise IdentificationError(
-                f"estimator '{self.name}' returned {type(model).__name__}, not an IdentifiedModel")
+                f"estimator '{self.name}' returned {type(model).__name__}, not an IdentifiedModel"
+            )
         model.estimator = self.name
         model.options = params
         model.diagnostics.setdefault("fit_time_s", elapsed)

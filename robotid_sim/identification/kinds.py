@@ -54,16 +54,26 @@ class LinearParameterModel(IdentifiedModel):
         covariance: (m, m) covariance where the method gives one, else None.
     """
 
-    def __init__(self, structure: RobotStructure, values, covariance=None, *, estimator: str = "",
-                 options: dict | None = None, diagnostics: dict | None = None, history: History | None = None):
+    def __init__(
+        self,
+        structure: RobotStructure,
+        values,
+        covariance=None,
+        *,
+        estimator: str = "",
+        options: dict | None = None,
+        diagnostics: dict | None = None,
+        history: History | None = None,
+    ):
         if not isinstance(structure, RobotStructure):
             raise ModelError(f"structure must be a RobotStructure, got {type(structure).__name__}")
         self.structure = structure
         self.values = _readonly(values)
         m = len(self.parameter_names)
         if self.values.shape != (m,):
-            raise ModelError(f"{self.kind} model of '{structure.name}': expected {m} parameter values, "
-                             f"got shape {self.values.shape}")
+            raise ModelError(
+                f"{self.kind} model of '{structure.name}': expected {m} parameter values, got shape {self.values.shape}"
+            )
         if not np.all(np.isfinite(self.values)):
             raise ModelError(f"{self.kind} model: parameter values contain NaN or inf")
         self.covariance = None if covariance is None else _readonly(covariance)
@@ -172,8 +182,12 @@ class BaseParameterModel(LinearParameterModel):
     def __init__(self, structure: RobotStructure, columns, values, covariance=None, **common):
         self.columns = np.asarray(columns, int)
         p = structure.n_parameters
-        if self.columns.ndim != 1 or np.any(self.columns < 0) or np.any(self.columns >= p) or np.any(
-                np.diff(self.columns) <= 0):
+        if (
+            self.columns.ndim != 1
+            or np.any(self.columns < 0)
+            or np.any(self.columns >= p)
+            or np.any(np.diff(self.columns) <= 0)
+        ):
             raise ModelError(f"columns must be increasing indices below {p}, got {self.columns.tolist()}")
         super().__init__(structure, values, covariance, **common)
 
@@ -308,8 +322,9 @@ class Feature:
                     f"feature {text!r}: cannot read factor {part!r}; a factor is SIGNALj or FUNC(SIGNALj), "
                     f"optionally ^k, with SIGNAL in {SIGNALS} and FUNC in {sorted(f for f in FUNCTIONS if f)}"
                 )
-            function, signal, joint = (m.group(1) or "", m.group(2), m.group(3)) if m.group(2) else (
-                "", m.group(4), m.group(5))
+            function, signal, joint = (
+                (m.group(1) or "", m.group(2), m.group(3)) if m.group(2) else ("", m.group(4), m.group(5))
+            )
             joint = int(joint)
             if not 1 <= joint <= n_dof:
                 raise ConfigError(f"feature {text!r}: joint {joint} is outside 1..{n_dof}")
@@ -400,16 +415,21 @@ class FeatureLibraryModel(IdentifiedModel):
 
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
         if not self.library.linear_in_qdd():
-            raise ModelError("this feature-library model is not linear in qdd with q-only inertia terms, so it "
-                             "has no forward dynamics; restrict the library's qdd features")
+            raise ModelError(
+                "this feature-library model is not linear in qdd with q-only inertia terms, so it "
+                "has no forward dynamics; restrict the library's qdd features"
+            )
         return super().forward_dynamics(q, qd, tau)
 
     def equations(self, precision: int = 4) -> list[str]:
         """One readable equation per joint, e.g. ``tau1 = 0.5213*qdd1 + 9.81*cos(q1)``."""
         out = []
         for i, row in enumerate(self.coefficients):
-            terms = [f"{c:.{precision}g}*{name}" if name != "1" else f"{c:.{precision}g}"
-                     for c, name in zip(row, self.library.names, strict=True) if c != 0]
+            terms = [
+                f"{c:.{precision}g}*{name}" if name != "1" else f"{c:.{precision}g}"
+                for c, name in zip(row, self.library.names, strict=True)
+                if c != 0
+            ]
             out.append(f"tau{i + 1} = " + (" + ".join(terms).replace("+ -", "- ") if terms else "0"))
         return out
 
@@ -424,7 +444,8 @@ class FeatureLibraryModel(IdentifiedModel):
 
     def _state(self):
         return {"library": self.library.to_dict(), "equations": self.equations()}, {
-            "coefficients": np.array(self.coefficients)}
+            "coefficients": np.array(self.coefficients)
+        }
 
     @classmethod
     def _from_state(cls, data, arrays):
@@ -487,15 +508,25 @@ class MLPCorrection:
         arrays = {"x_mean": self.x_mean, "x_std": self.x_std, "y_scale": self.y_scale}
         for k, (W, b) in enumerate(zip(self.weights, self.biases, strict=True)):
             arrays[f"W{k}"], arrays[f"b{k}"] = W, b
-        return {"inputs": list(self.inputs), "activation": self.activation, "layers": len(self.weights),
-                "shapes": [list(W.shape) for W in self.weights]}, arrays
+        return {
+            "inputs": list(self.inputs),
+            "activation": self.activation,
+            "layers": len(self.weights),
+            "shapes": [list(W.shape) for W in self.weights],
+        }, arrays
 
     @classmethod
     def from_state(cls, data: dict, arrays: dict[str, np.ndarray]) -> MLPCorrection:
         layers = int(data["layers"])
-        return cls(tuple(data["inputs"]), tuple(arrays[f"W{k}"] for k in range(layers)),
-                   tuple(arrays[f"b{k}"] for k in range(layers)), data["activation"], arrays["x_mean"],
-                   arrays["x_std"], arrays["y_scale"])
+        return cls(
+            tuple(data["inputs"]),
+            tuple(arrays[f"W{k}"] for k in range(layers)),
+            tuple(arrays[f"b{k}"] for k in range(layers)),
+            data["activation"],
+            arrays["x_mean"],
+            arrays["x_std"],
+            arrays["y_scale"],
+        )
 
 
 class ResidualModel(IdentifiedModel):
@@ -549,8 +580,10 @@ class ResidualModel(IdentifiedModel):
     def _state(self):
         base_data, base_arrays = self.base.to_state()
         corr_data, corr_arrays = self.correction.to_state()
-        arrays = {**{f"base/{k}": v for k, v in base_arrays.items()},
-                  **{f"correction/{k}": v for k, v in corr_arrays.items()}}
+        arrays = {
+            **{f"base/{k}": v for k, v in base_arrays.items()},
+            **{f"correction/{k}": v for k, v in corr_arrays.items()},
+        }
         return {"base": base_data, "correction": corr_data}, arrays
 
     @classmethod
@@ -561,5 +594,8 @@ class ResidualModel(IdentifiedModel):
 
 #: the built-in model kinds, registered by the built-in plugin ``robotid_sim_plugins.core``
 BUILTIN_MODEL_KINDS: tuple[type[IdentifiedModel], ...] = (
-    BaseParameterModel, StandardParameterModel, FeatureLibraryModel, ResidualModel,
+    BaseParameterModel,
+    StandardParameterModel,
+    FeatureLibraryModel,
+    ResidualModel,
 )

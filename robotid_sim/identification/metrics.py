@@ -37,8 +37,10 @@ def _finite_array(name: str, value, ndim: tuple[int, ...]) -> np.ndarray:
     bad = ~np.isfinite(a)
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise DataError(f"{name} holds {int(bad.sum())} NaN/inf value(s), the first at index {first}; "
-                        "clean or drop those samples first")
+        raise DataError(
+            f"{name} holds {int(bad.sum())} NaN/inf value(s), the first at index {first}; "
+            "clean or drop those samples first"
+        )
     return a
 
 
@@ -50,8 +52,10 @@ def _signals(name: str, value) -> np.ndarray:
 def _pair(o, p, names: tuple[str, str] = ("observed", "predicted")) -> tuple[np.ndarray, np.ndarray]:
     o, p = _signals(names[0], o), _signals(names[1], p)
     if o.shape != p.shape:
-        raise DataError(f"{names[0]} has shape {o.shape} but {names[1]} has shape {p.shape}; "
-                        "both must be (N, n) over the same samples and joints")
+        raise DataError(
+            f"{names[0]} has shape {o.shape} but {names[1]} has shape {p.shape}; "
+            "both must be (N, n) over the same samples and joints"
+        )
     return o, p
 
 
@@ -183,8 +187,9 @@ def relative_parameter_error(estimated, true) -> float:
     estimated, true = _parameter_pair(estimated, true)
     scale = np.linalg.norm(true)
     if scale == 0:
-        raise DataError("the true parameter vector is all zeros, so a relative error is undefined; "
-                        "compare absolute errors instead")
+        raise DataError(
+            "the true parameter vector is all zeros, so a relative error is undefined; compare absolute errors instead"
+        )
     return float(np.linalg.norm(estimated - true) / scale)
 
 
@@ -216,8 +221,10 @@ def _parameter_pair(estimated, true) -> tuple[np.ndarray, np.ndarray]:
     estimated = _finite_array("estimated", estimated, (1,))
     true = _finite_array("true", true, (1,))
     if estimated.shape != true.shape:
-        raise DataError(f"estimated has {estimated.shape[0]} parameters but true has {true.shape[0]}; "
-                        "compare the same parameter set in the same order")
+        raise DataError(
+            f"estimated has {estimated.shape[0]} parameters but true has {true.shape[0]}; "
+            "compare the same parameter set in the same order"
+        )
     return estimated, true
 
 
@@ -259,21 +266,28 @@ def parameter_std(W, residuals, dof: int | None = None) -> np.ndarray:
     W = _stacked_regressor(W)
     r = _finite_array("residuals", residuals, (1, 2)).reshape(-1)
     if r.shape[0] != W.shape[0]:
-        raise DataError(f"residuals has {r.shape[0]} entries but W has {W.shape[0]} rows; "
-                        "stack both the same way (sample-major)")
+        raise DataError(
+            f"residuals has {r.shape[0]} entries but W has {W.shape[0]} rows; stack both the same way (sample-major)"
+        )
     m, b = W.shape
     dof = m - b if dof is None else int(dof)
     if dof <= 0:
-        raise DataError(f"degrees of freedom must be > 0 (got {dof} for {m} rows and {b} parameters); "
-                        "use more samples than parameters")
+        raise DataError(
+            f"degrees of freedom must be > 0 (got {dof} for {m} rows and {b} parameters); "
+            "use more samples than parameters"
+        )
     scale = np.linalg.norm(W, axis=0)
     if np.any(scale == 0):
-        raise DataError(f"W has all-zero column(s) {np.flatnonzero(scale == 0).tolist()}: those parameters "
-                        "are not excited and have no finite standard deviation")
+        raise DataError(
+            f"W has all-zero column(s) {np.flatnonzero(scale == 0).tolist()}: those parameters "
+            "are not excited and have no finite standard deviation"
+        )
     _, s, Vt = np.linalg.svd(W / scale, full_matrices=False)
     if s[-1] <= np.finfo(float).eps * s[0] * max(m, b):
-        raise DataError("W is rank deficient: some parameter combination is not excited, so the "
-                        "parameter standard deviations are unbounded; use a richer excitation")
+        raise DataError(
+            "W is rank deficient: some parameter combination is not excited, so the "
+            "parameter standard deviations are unbounded; use a richer excitation"
+        )
     sigma2 = float(r @ r) / dof
     diag = np.sum((Vt / s[:, None]) ** 2, axis=0) / scale**2  # diag of (WᵀW)⁻¹ = D⁻¹ V S⁻² Vᵀ D⁻¹
     return np.sqrt(sigma2 * diag)
@@ -305,8 +319,9 @@ class SensitivityTable:
         return [self.parameter_names[i] for i in order]
 
 
-def sensitivity(simulate_fn: Callable[[np.ndarray], np.ndarray], values, names: Sequence[str],
-                factors: Sequence[float] = (0.5, 1.5)) -> SensitivityTable:
+def sensitivity(
+    simulate_fn: Callable[[np.ndarray], np.ndarray], values, names: Sequence[str], factors: Sequence[float] = (0.5, 1.5)
+) -> SensitivityTable:
     """±50 % parameter sensitivity of a simulated trajectory (seed 004 §5.2, Table 6, Fig. 8).
 
     For each parameter i and factor f, parameter i alone is scaled by f, the trajectory is
@@ -344,8 +359,10 @@ def sensitivity(simulate_fn: Callable[[np.ndarray], np.ndarray], values, names: 
             q = np.asarray(simulate_fn(scaled), dtype=float)
             q = q[:, None] if q.ndim == 1 else q
             if q.shape != nominal.shape:
-                raise DataError(f"simulate_fn returned shape {q.shape} with '{names[i]}' × {factor}, but "
-                                f"{nominal.shape} for the nominal values; it must always return (N, n)")
+                raise DataError(
+                    f"simulate_fn returned shape {q.shape} with '{names[i]}' × {factor}, but "
+                    f"{nominal.shape} for the nominal values; it must always return (N, n)"
+                )
             if np.all(np.isfinite(q)):
                 rms[i, j] = np.sqrt(np.mean((q - nominal) ** 2, axis=0))
             else:
@@ -370,8 +387,12 @@ def sensitivity_to_dict(table: SensitivityTable) -> dict:
         "factors": list(table.factors),
         "ranking": table.ranking(),
         "parameters": [
-            {"name": name, "value": float(table.values[i]), "rms_total": clean(table.rms_total[i]),
-             "rms": clean(table.rms[i])}
+            {
+                "name": name,
+                "value": float(table.values[i]),
+                "rms_total": clean(table.rms_total[i]),
+                "rms": clean(table.rms[i]),
+            }
             for i, name in enumerate(table.parameter_names)
         ],
     }

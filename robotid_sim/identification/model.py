@@ -93,8 +93,14 @@ class IdentifiedModel(ABC):
     diagnostics: dict
     history: History | None
 
-    def _init_common(self, joint_names, estimator: str = "", options: dict | None = None,
-                     diagnostics: dict | None = None, history: History | None = None) -> None:
+    def _init_common(
+        self,
+        joint_names,
+        estimator: str = "",
+        options: dict | None = None,
+        diagnostics: dict | None = None,
+        history: History | None = None,
+    ) -> None:
         self.joint_names = [str(j) for j in joint_names]
         self.estimator = str(estimator)
         self.options = dict(options or {})
@@ -138,6 +144,7 @@ class IdentifiedModel(ABC):
         Raises:
             ModelError: naming each difference.
         """
+        return None
 
     # ----------------------------------------------------------------- persistence
     @abstractmethod
@@ -154,8 +161,11 @@ class IdentifiedModel(ABC):
         data, arrays = self._state()
         arrays = dict(arrays)
         head = {
-            "kind": self.kind, "estimator": self.estimator, "options": _jsonable(self.options),
-            "joint_names": list(self.joint_names), "diagnostics": _jsonable(self.diagnostics),
+            "kind": self.kind,
+            "estimator": self.estimator,
+            "options": _jsonable(self.options),
+            "joint_names": list(self.joint_names),
+            "diagnostics": _jsonable(self.diagnostics),
         }
         if self.history is not None:
             head["history"] = {"names": list(self.history.names), "unit": self.history.unit}
@@ -170,10 +180,12 @@ class IdentifiedModel(ABC):
         hist = data.get("history")
         history = None
         if hist is not None:
-            history = History(arrays["history_t"], arrays["history_values"], list(hist["names"]),
-                              hist.get("unit", "iteration"))
-        model._init_common(data["joint_names"], data.get("estimator", ""), data.get("options"),
-                           data.get("diagnostics"), history)
+            history = History(
+                arrays["history_t"], arrays["history_values"], list(hist["names"]), hist.get("unit", "iteration")
+            )
+        model._init_common(
+            data["joint_names"], data.get("estimator", ""), data.get("options"), data.get("diagnostics"), history
+        )
         return model
 
     def __eq__(self, other) -> bool:
@@ -181,8 +193,11 @@ class IdentifiedModel(ABC):
             return NotImplemented
         a, arrays_a = self.to_state()
         b, arrays_b = other.to_state()
-        return a == b and arrays_a.keys() == arrays_b.keys() and all(
-            np.array_equal(arrays_a[k], arrays_b[k], equal_nan=True) for k in arrays_a)
+        return (
+            a == b
+            and arrays_a.keys() == arrays_b.keys()
+            and all(np.array_equal(arrays_a[k], arrays_b[k], equal_nan=True) for k in arrays_a)
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -205,7 +220,9 @@ class IdentifiedModel(ABC):
         np.savez_compressed(buffer, **arrays)
         blob = buffer.getvalue()
         document = {
-            "format": FORMAT, "version": FORMAT_VERSION, **data,
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            **data,
             "arrays": {"file": npz.name, "sha256": hashlib.sha256(blob).hexdigest(), "names": sorted(arrays)},
         }
         text = json.dumps(document, indent=2, allow_nan=True) + "\n"
@@ -240,7 +257,7 @@ def _jsonable(obj: Any):
 
 def prefixed(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
     """The arrays whose names start with ``prefix``, with the prefix removed (nested models)."""
-    return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
 
 
 def model_from_state(data: dict, arrays: dict[str, np.ndarray], where: str = "model") -> IdentifiedModel:
@@ -311,7 +328,9 @@ def _load_arrays(path: Path, spec) -> dict[str, np.ndarray]:
     except FileNotFoundError:
         raise DataError(f"{path}: its array file {npz} is missing (copy the .npz together with the .json)") from None
     if hashlib.sha256(blob).hexdigest() != spec.get("sha256"):
-        raise DataError(f"{npz} does not match the SHA-256 recorded in {path}: the two files belong to different models")
+        raise DataError(
+            f"{npz} does not match the SHA-256 recorded in {path}: the two files belong to different models"
+        )
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as z:
             return {k: z[k] for k in z.files}

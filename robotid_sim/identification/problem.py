@@ -11,8 +11,8 @@ import numpy as np
 
 from robotid_sim.dynamics.base_parameters import BaseParameters
 from robotid_sim.errors import DataError, IdentificationError
-from robotid_sim.identification.metrics import condition_number
 from robotid_sim.excitation.base import Segment
+from robotid_sim.identification.metrics import condition_number
 from robotid_sim.robot.model import Robot
 from robotid_sim.robot.structure import RobotStructure
 

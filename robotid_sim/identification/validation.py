@@ -12,8 +12,9 @@ from robotid_sim.errors import DataError
 ForwardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-def rollout(forward: ForwardFn, q0: np.ndarray, qd0: np.ndarray, tau: np.ndarray, dt: float,
-            substeps: int = 2) -> tuple[np.ndarray, np.ndarray]:
+def rollout(
+    forward: ForwardFn, q0: np.ndarray, qd0: np.ndarray, tau: np.ndarray, dt: float, substeps: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
     """Open-loop semi-implicit Euler integration of ``qdd = forward(q, qd, tau)``.
 
     Args:

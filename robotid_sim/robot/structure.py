@@ -129,9 +129,14 @@ class RobotStructure:
         for name in fields.get(law.get("model"), ()):
             law[name] = [0.0] * n
         return Robot(
-            name=self.name, joints=list(self.joints), gravity=self.gravity, friction=friction_from_dict(law, n),
-            rotor_inertia=np.zeros(n) if self.rotor_inertia else None, gear_ratio=self.gear_ratio,
-            velocity_limit=self.velocity_limit, acceleration_limit=self.acceleration_limit,
+            name=self.name,
+            joints=list(self.joints),
+            gravity=self.gravity,
+            friction=friction_from_dict(law, n),
+            rotor_inertia=np.zeros(n) if self.rotor_inertia else None,
+            gear_ratio=self.gear_ratio,
+            velocity_limit=self.velocity_limit,
+            acceleration_limit=self.acceleration_limit,
         )
 
     # ----------------------------------------------------------------- dynamics
@@ -150,7 +155,10 @@ class RobotStructure:
 
             robot = self._robot
             self._cache["base"] = compute_base_parameters(
-                robot.regressor, robot.random_states, robot.parameter_names, None,
+                robot.regressor,
+                robot.random_states,
+                robot.parameter_names,
+                None,
                 n_samples=max(200, 4 * robot.n_parameters // robot.n_dof),
             )
         return self._cache["base"]
@@ -171,12 +179,16 @@ class RobotStructure:
             "name": self.name,
             "joints": [
                 {
-                    "name": j.name, "kind": j.kind, "axis": np.asarray(j.axis, float).tolist(),
+                    "name": j.name,
+                    "kind": j.kind,
+                    "axis": np.asarray(j.axis, float).tolist(),
                     "origin_rotation": np.asarray(j.origin_rotation, float).tolist(),
                     "origin_translation": np.asarray(j.origin_translation, float).tolist(),
-                    "lower": _finite_or_none(j.lower), "upper": _finite_or_none(j.upper),
+                    "lower": _finite_or_none(j.lower),
+                    "upper": _finite_or_none(j.upper),
                     "velocity_limit": _finite_or_none(j.velocity_limit),
-                    "effort_limit": _finite_or_none(j.effort_limit), "link": j.link_name,
+                    "effort_limit": _finite_or_none(j.effort_limit),
+                    "link": j.link_name,
                 }
                 for j in self.joints
             ],
@@ -200,12 +212,16 @@ class RobotStructure:
                 raise ModelError(f"robot structure version {data.get('version')!r} is not {STRUCTURE_VERSION}")
             joints = tuple(
                 Joint(
-                    name=str(j["name"]), kind=str(j["kind"]), axis=np.array(j["axis"], float),
+                    name=str(j["name"]),
+                    kind=str(j["kind"]),
+                    axis=np.array(j["axis"], float),
                     origin_rotation=np.array(j["origin_rotation"], float).reshape(3, 3),
                     origin_translation=np.array(j["origin_translation"], float).reshape(3),
-                    lower=_float_or_inf(j["lower"], -1.0), upper=_float_or_inf(j["upper"], 1.0),
+                    lower=_float_or_inf(j["lower"], -1.0),
+                    upper=_float_or_inf(j["upper"], 1.0),
                     velocity_limit=_float_or_inf(j["velocity_limit"], 1.0),
-                    effort_limit=_float_or_inf(j["effort_limit"], 1.0), link_name=str(j["link"]),
+                    effort_limit=_float_or_inf(j["effort_limit"], 1.0),
+                    link_name=str(j["link"]),
                     inertial=np.zeros(10),
                 )
                 for j in data["joints"]
@@ -213,9 +229,13 @@ class RobotStructure:
             if any(j.kind not in ("revolute", "prismatic") for j in joints):
                 raise ModelError("joint kinds must be 'revolute' or 'prismatic'")
             structure = cls(
-                name=str(data["name"]), joints=joints, gravity=np.array(data["gravity"], float).reshape(3),
-                friction_law=dict(data["friction"]), rotor_inertia=bool(data["rotor_inertia"]),
-                gear_ratio=np.array(data["gear_ratio"], float), velocity_limit=np.array(data["velocity_limit"], float),
+                name=str(data["name"]),
+                joints=joints,
+                gravity=np.array(data["gravity"], float).reshape(3),
+                friction_law=dict(data["friction"]),
+                rotor_inertia=bool(data["rotor_inertia"]),
+                gear_ratio=np.array(data["gear_ratio"], float),
+                velocity_limit=np.array(data["velocity_limit"], float),
                 acceleration_limit=np.array(data["acceleration_limit"], float),
             )
             structure._robot  # noqa: B018 - validates the friction law and the per-joint arrays now

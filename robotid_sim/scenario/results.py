@@ -37,19 +37,30 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         names, values, std = model.parameter_table()
         is_base = isinstance(model, BaseParameterModel) and list(names) == truth_names
         history = model.history
-        outcomes.append(EstimatorOutcome(
-            name=name, parameter_names=list(names), values=values, std=std,
-            true_values=truth_values if is_base else None,
-            metrics={k: v for k, v in row.items() if k != "estimator"},
-            tau_predicted=model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd),
-            history=None if history is None else history.values, history_t=None if history is None else history.t,
-            model_path=f"models/{name}.json",
-        ))
+        outcomes.append(
+            EstimatorOutcome(
+                name=name,
+                parameter_names=list(names),
+                values=values,
+                std=std,
+                true_values=truth_values if is_base else None,
+                metrics={k: v for k, v in row.items() if k != "estimator"},
+                tau_predicted=model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd),
+                history=None if history is None else history.values,
+                history_t=None if history is None else history.t,
+                model_path=f"models/{name}.json",
+            )
+        )
     return StudyResult(
-        title=scenario.get("name", run_dir.name), robot_name=scenario.get("robot", "?"),
-        joint_names=list(ds_val.joint_names), scenario=scenario, t_validation=ds_val.t,
-        tau_measured=ds_val.tau, tau_true=None if ds_val.truth is None else ds_val.truth.tau,
-        outcomes=outcomes, base_parameter_table=truth,
+        title=scenario.get("name", run_dir.name),
+        robot_name=scenario.get("robot", "?"),
+        joint_names=list(ds_val.joint_names),
+        scenario=scenario,
+        t_validation=ds_val.t,
+        tau_measured=ds_val.tau,
+        tau_true=None if ds_val.truth is None else ds_val.truth.tau,
+        outcomes=outcomes,
+        base_parameter_table=truth,
     )
 
 

@@ -60,9 +60,7 @@ def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
     bundled = bundled_scenarios()
     if str(name_or_path) in bundled:
         return bundled[str(name_or_path)]
-    raise ConfigError(
-        f"scenario '{name_or_path}' is neither a file nor a bundled scenario ({', '.join(bundled)})"
-    )
+    raise ConfigError(f"scenario '{name_or_path}' is neither a file nor a bundled scenario ({', '.join(bundled)})")
 
 
 def _new_run_dir(root: Path, name: str) -> tuple[Path, Path]:
@@ -155,8 +153,16 @@ def _average_periods(ds, periods: int):
         return period_average(x, samples)
 
     truth = None if part.truth is None else Signals(*(mean(getattr(part.truth, k)) for k in ("q", "qd", "qdd", "tau")))
-    return type(ds)(part.t[:samples], mean(part.q), mean(part.qd), mean(part.qdd), mean(part.tau), truth=truth,
-                    joint_names=list(ds.joint_names), metadata={**ds.metadata, "period_averaged": periods})
+    return type(ds)(
+        part.t[:samples],
+        mean(part.q),
+        mean(part.qd),
+        mean(part.qdd),
+        mean(part.tau),
+        truth=truth,
+        joint_names=list(ds.joint_names),
+        metadata={**ds.metadata, "period_averaged": periods},
+    )
 
 
 def run_scenario(
@@ -204,12 +210,31 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
     def sim_progress(label):
         return lambda done, total: report(label, done, total)
 
-    ds = simulate(robot, sc.excitation, duration=sim.duration, noise=sc.noise, seed=sc.seed, rate_hz=sim.rate_hz,
-                  dt=sim.dt, kp=sim.kp, kd=sim.kd, progress=sim_progress("simulate identification data"))
+    ds = simulate(
+        robot,
+        sc.excitation,
+        duration=sim.duration,
+        noise=sc.noise,
+        seed=sc.seed,
+        rate_hz=sim.rate_hz,
+        dt=sim.dt,
+        kp=sim.kp,
+        kd=sim.kd,
+        progress=sim_progress("simulate identification data"),
+    )
     val_exc = _validation_excitation(sc, robot)
-    ds_val = simulate(robot, val_exc, duration=sc.validation.duration, noise=sc.noise,
-                      seed=sc.seed + sc.validation.noise_seed_offset, rate_hz=sim.rate_hz, dt=sim.dt, kp=sim.kp,
-                      kd=sim.kd, progress=sim_progress("simulate validation data"))
+    ds_val = simulate(
+        robot,
+        val_exc,
+        duration=sc.validation.duration,
+        noise=sc.noise,
+        seed=sc.seed + sc.validation.noise_seed_offset,
+        rate_hz=sim.rate_hz,
+        dt=sim.dt,
+        kp=sim.kp,
+        kd=sim.kd,
+        progress=sim_progress("simulate validation data"),
+    )
     (run_dir / "data").mkdir()
     ds.save(run_dir / "data" / "identification.npz")
     ds_val.save(run_dir / "data" / "validation.npz")
@@ -227,8 +252,10 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
     horizon = sc.validation.trajectory_horizon
     K = int(round(horizon / ds_val.dt))
     (run_dir / "models").mkdir()
-    (run_dir / "truth.json").write_text(json.dumps({"base_parameters": [
-        {"name": n, "expression": e, "value": v} for n, e, v in truth_table]}, indent=2) + "\n")
+    (run_dir / "truth.json").write_text(
+        json.dumps({"base_parameters": [{"name": n, "expression": e, "value": v} for n, e, v in truth_table]}, indent=2)
+        + "\n"
+    )
     if K > 1:
         rollout_args = (ds_val.truth.q[0], ds_val.truth.qd[0], ds_val.truth.tau[:K], ds_val.dt)
         q_reference, _ = rollout(robot.forward_dynamics, *rollout_args)
@@ -280,14 +307,25 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
 
     _write_metrics(run_dir, metric_rows)
     result = StudyResult(
-        title=sc.name, robot_name=robot.name, joint_names=list(robot.joint_names),
-        scenario=sc.model_dump(mode="json"), t_validation=ds_val.t, tau_measured=ds_val.tau,
-        tau_true=tau_val_true, outcomes=outcomes, base_parameter_table=truth_table,
-        notes=notes, info={
-            "robot": robot.name, "samples (identification)": str(ds.n_samples),
-            "samples (validation)": str(ds_val.n_samples), "base parameters": str(problem.base.count),
-            "condition number": f"{condition:.4g}", "noise": json.dumps(ds.metadata.get("noise")),
-            "excitation": ds.metadata["excitation"].get("type", "?"), "seed": str(sc.seed),
+        title=sc.name,
+        robot_name=robot.name,
+        joint_names=list(robot.joint_names),
+        scenario=sc.model_dump(mode="json"),
+        t_validation=ds_val.t,
+        tau_measured=ds_val.tau,
+        tau_true=tau_val_true,
+        outcomes=outcomes,
+        base_parameter_table=truth_table,
+        notes=notes,
+        info={
+            "robot": robot.name,
+            "samples (identification)": str(ds.n_samples),
+            "samples (validation)": str(ds_val.n_samples),
+            "base parameters": str(problem.base.count),
+            "condition number": f"{condition:.4g}",
+            "noise": json.dumps(ds.metadata.get("noise")),
+            "excitation": ds.metadata["excitation"].get("type", "?"),
+            "seed": str(sc.seed),
         },
     )
     write_report(run_dir, result)
@@ -299,9 +337,15 @@ def _outcome(name: str, model, truth, metrics: dict, pred, model_path: str) -> E
     is_base = isinstance(model, BaseParameterModel) and list(names) == list(truth.names)
     history = model.history
     return EstimatorOutcome(
-        name=name, parameter_names=list(names), values=values, std=std,
-        true_values=truth.true_values() if is_base else None, metrics=metrics, tau_predicted=pred,
-        history=None if history is None else history.values, history_t=None if history is None else history.t,
+        name=name,
+        parameter_names=list(names),
+        values=values,
+        std=std,
+        true_values=truth.true_values() if is_base else None,
+        metrics=metrics,
+        tau_predicted=pred,
+        history=None if history is None else history.values,
+        history_t=None if history is None else history.t,
         model_path=model_path,
     )
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from robotid_sim.control import ComputedTorquePD, Controller
 from robotid_sim.errors import ConfigError
 from robotid_sim.robot.model import Robot
 from robotid_sim.sim.dataset import Dataset, Signals
@@ -16,8 +17,8 @@ from robotid_sim.sim.pybullet_sim import DEFAULT_DT, PyBulletSimulator
 
 log = logging.getLogger(__name__)
 
-#: PD gains of the tracking controller (computed torque on the true model + PD): a critically
-#: damped 20 rad/s error dynamics
+#: PD gains of the default tracking controller (computed torque on the true model + PD,
+#: :class:`~robotid_sim.control.ComputedTorquePD`): a critically damped 20 rad/s error dynamics
 DEFAULT_KP = 400.0
 DEFAULT_KD = 40.0
 
@@ -78,8 +79,9 @@ def simulate(
     seed: int = 0,
     rate_hz: float = 200.0,
     dt: float = DEFAULT_DT,
-    kp: float = DEFAULT_KP,
-    kd: float = DEFAULT_KD,
+    kp: float | None = None,
+    kd: float | None = None,
+    controller: Controller | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Dataset:
     """Simulate ``robot`` following ``excitation`` and return the measured dataset.
@@ -93,16 +95,31 @@ def simulate(
         seed: seeds the noise (the simulation itself is deterministic).
         rate_hz: recording rate; must divide the physics rate 1/dt.
         dt: physics step (s), 1 ms by default.
-        kp, kd: PD gains of the tracking controller.
+        kp, kd: gains of the default controller (1/s², 1/s; default 400 and 40); only without
+            ``controller``.
+        controller: the tracking controller (any :class:`~robotid_sim.control.Controller`);
+            default :class:`~robotid_sim.control.ComputedTorquePD` with ``kp``, ``kd``, i.e.
+            computed torque on the true model + PD.
         progress: callable(steps_done, steps_total) for progress bars.
 
     Returns:
-        A :class:`Dataset` with the measured signals, the noise-free ``truth`` and metadata.
-        The recorded ``qdd`` is the acceleration Bullet realised at each step, and the recorded
-        torque is the motor torque (rigid body + rotor inertia + friction).
+        A :class:`Dataset` with the measured signals, the noise-free ``truth`` and metadata
+        (``metadata["controller"]`` is ``controller.describe()``). The recorded ``qdd`` is the
+        acceleration Bullet realised at each step, and the recorded torque is the motor torque
+        (rigid body + rotor inertia + friction).
+
+    Raises:
+        ConfigError: ``kp`` or ``kd`` given together with ``controller``; a bad duration or rate.
     """
     from robotid_sim.robot import load_robot
 
+    if controller is None:
+        controller = ComputedTorquePD(kp=DEFAULT_KP if kp is None else kp, kd=DEFAULT_KD if kd is None else kd)
+    elif kp is not None or kd is not None:
+        raise ConfigError(
+            "kp and kd are the gains of the default controller; give them to the controller "
+            f"'{controller.label}' instead"
+        )
     if not isinstance(robot, Robot):
         robot = load_robot(robot)
     exc = resolve_excitation(robot, excitation)
@@ -112,29 +129,36 @@ def simulate(
         raise ConfigError(f"duration must be > 0 s, got {duration}")
     decimation = round(1.0 / (rate_hz * dt))
     if decimation < 1 or abs(decimation * rate_hz * dt - 1.0) > 1e-9:
-        raise ConfigError(
-            f"rate_hz = {rate_hz} must divide the physics rate {1 / dt:g} Hz (e.g. 100, 200, 500, 1000)"
-        )
+        raise ConfigError(f"rate_hz = {rate_hz} must divide the physics rate {1 / dt:g} Hz (e.g. 100, 200, 500, 1000)")
     exc.check_limits(robot)
     steps = int(round(duration / dt))
     t_steps = np.arange(steps) * dt
     q_ref, qd_ref, qdd_ref = exc.evaluate(t_steps)
     with PyBulletSimulator(robot, dt=dt) as sim:
-        rec = sim.track(q_ref, qd_ref, qdd_ref, decimation=decimation, kp=kp, kd=kd, progress=progress)
+        rec = sim.track(q_ref, qd_ref, qdd_ref, decimation=decimation, controller=controller, progress=progress)
     truth = Signals(rec["q"], rec["qd"], rec["qdd"], rec["tau"])
     measured = chain.apply(truth.as_dict(), np.random.default_rng(seed))
     metadata = {
         "robot": robot.name,
         "source": "simulation (PyBullet)",
         "excitation": exc.describe(),
+        "segments": [{"label": g.label, "start": g.start, "end": g.end, "joint": g.joint} for g in exc.segments],
         "noise": chain.to_dict(),
         "seed": int(seed),
         "rate_hz": float(rate_hz),
         "physics_dt": float(dt),
         "duration_s": float(duration),
-        "controller": {"type": "computed_torque_true_model_pd", "kp": float(kp), "kd": float(kd)},
+        "controller": controller.describe(),
         "tracking_error_max": float(np.abs(rec["q"] - q_ref[::decimation]).max()),
     }
     log.info("simulated %s for %.1f s: %d samples", robot.name, duration, len(rec["t"]))
-    return Dataset(rec["t"], measured["q"], measured["qd"], measured["qdd"], measured["tau"],
-                   truth=truth, joint_names=list(robot.joint_names), metadata=metadata)
+    return Dataset(
+        rec["t"],
+        measured["q"],
+        measured["qd"],
+        measured["qdd"],
+        measured["tau"],
+        truth=truth,
+        joint_names=list(robot.joint_names),
+        metadata=metadata,
+    )

@@ -1,0 +1,227 @@
+"""The controller interface: :class:`Plant`, :class:`Reference`, :class:`Controller` and
+:class:`AccelerationController` (SPEC §5, §10).
+
+A controller is a small object with options (keyword arguments with defaults, stored by the
+constructor), :meth:`Controller.reset` called with the :class:`Plant` before a run, and
+``controller(t, q, qd, reference) -> tau`` called once per control step with the measured state
+and the reference at that step; ``tau`` is the motor torque (n,) (N·m, or N for prismatic
+joints).
+
+Two kinds:
+
+- a **torque controller** subclasses :class:`Controller` and defines ``__call__``;
+- an **acceleration controller** subclasses :class:`AccelerationController` and defines
+  :meth:`~AccelerationController.acceleration`; its torque is the inverse dynamics of its model
+  at the commanded acceleration. When that model is the simulated robot itself, the simulator
+  realises the commanded acceleration exactly instead of going through a torque (computed
+  torque on the true model, :meth:`robotid_sim.sim.PyBulletSimulator.track`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from robotid_sim.errors import ConfigError
+
+
+def model_torque(model: Any, q, qd, qdd) -> np.ndarray:
+    """Motor torque (n,) of ``model`` at one state (q, qd, qdd), each (n,).
+
+    Args:
+        model: a :class:`~robotid_sim.robot.Robot` (its ``inverse_dynamics``: rigid body + rotor
+            inertia + friction) or an identified model (its ``predict_torque``).
+    """
+    torque = model.inverse_dynamics if hasattr(model, "inverse_dynamics") else model.predict_torque
+    return torque(np.asarray(q, float)[None], np.asarray(qd, float)[None], np.asarray(qdd, float)[None])[0]
+
+
+@dataclass(frozen=True, eq=False)
+class Plant:
+    """What a controller controls, given to :meth:`Controller.reset` before a run.
+
+    Attributes:
+        model: the plant's dynamics model: the :class:`~robotid_sim.robot.Robot` (the truth, in
+            the PyBullet simulator) or an identified model (anything with ``n_dof`` and
+            ``inverse_dynamics(q, qd, qdd)`` or ``predict_torque(q, qd, qdd)``, batched (N, n)).
+        dt: control period in seconds (the physics step in the simulator).
+    """
+
+    model: Any
+    dt: float
+
+    def __post_init__(self):
+        if not hasattr(self.model, "n_dof") or not (
+            hasattr(self.model, "inverse_dynamics") or hasattr(self.model, "predict_torque")
+        ):
+            raise ConfigError(
+                f"a plant model must be a Robot or an identified model (n_dof and inverse_dynamics or "
+                f"predict_torque), got {type(self.model).__name__}"
+            )
+        if not self.dt > 0:
+            raise ConfigError(f"the plant's dt must be > 0 s, got {self.dt}")
+
+    @property
+    def n_dof(self) -> int:
+        """Number of joints n."""
+        return self.model.n_dof
+
+    def inverse_dynamics(self, q, qd, qdd) -> np.ndarray:
+        """Motor torque (n,) of the plant's model at one state, see :func:`model_torque`."""
+        return model_torque(self.model, q, qd, qdd)
+
+    def gravity_torque(self, q) -> np.ndarray:
+        """Torque (n,) that holds the plant's model at rest at ``q`` (n,): gravity, plus the
+        friction offset where the friction law has one."""
+        zero = np.zeros(self.n_dof)
+        return model_torque(self.model, q, zero, zero)
+
+
+class Reference(NamedTuple):
+    """The reference at one control step: position ``q``, velocity ``qd`` and acceleration
+    ``qdd``, each (n,)."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+
+
+def per_joint_gain(value, n: int, option: str, controller: str) -> np.ndarray:
+    """A gain option as (n,) floats: a scalar applies to every joint.
+
+    Raises:
+        ConfigError: naming the controller and the option, for a wrong length or a gain that is
+            negative or not finite.
+    """
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"controller '{controller}': option '{option}' must be a number or {n} numbers") from exc
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ConfigError(
+            f"controller '{controller}': option '{option}' must be a scalar or have {n} values (one per joint), "
+            f"got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ConfigError(f"controller '{controller}': option '{option}' must be finite and >= 0, got {arr.tolist()}")
+    return arr
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray | list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+class Controller(ABC):
+    """Base class of every controller.
+
+    Subclasses set ``name`` (the name it is registered under), take their options as keyword
+    arguments with defaults and only store them in ``__init__`` (as attributes of the same
+    names, which :meth:`get_params` reads), prepare per-run state in :meth:`reset` and compute
+    the motor torque in ``__call__``.
+
+    Attributes:
+        plant: the :class:`Plant` given to the last :meth:`reset` (None before).
+    """
+
+    name: ClassVar[str] = ""
+    plant: Plant | None = None
+
+    @property
+    def label(self) -> str:
+        """``name``, or the class name of an unregistered controller (used in messages)."""
+        return self.name or type(self).__name__
+
+    def get_params(self) -> dict:
+        """The options this controller was configured with."""
+        sig = inspect.signature(type(self).__init__)
+        return {k: getattr(self, k) for k in sig.parameters if k != "self"}
+
+    @classmethod
+    def from_options(cls, **options) -> Controller:
+        """Build from scenario options; an unknown option raises :class:`ConfigError` listing valid ones."""
+        sig = inspect.signature(cls.__init__)
+        valid = [k for k in sig.parameters if k != "self"]
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            raise ConfigError(
+                f"controller '{cls.name or cls.__name__}': unknown option(s) {unknown}; valid options: {valid}"
+            )
+        return cls(**options)
+
+    def describe(self) -> dict:
+        """JSON-able description for dataset metadata: ``{"type": name, **options}``."""
+        return {"type": self.label, **_jsonable(self.get_params())}
+
+    def reset(self, plant: Plant) -> None:
+        """Prepare a run on ``plant``: the base class only keeps it as :attr:`plant`.
+
+        Subclasses that resolve options against the plant (per-joint gains) or hold state
+        (integrators, filters) override this and call ``super().reset(plant)``.
+        """
+        self.plant = plant
+
+    @abstractmethod
+    def __call__(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
+        """Motor torque (n,) at time ``t`` (s) for the measured state ``q``, ``qd`` (n,) and the
+        :class:`Reference` at this step."""
+
+
+class AccelerationController(Controller):
+    """A controller that commands a joint acceleration; its torque is the inverse dynamics of
+    :attr:`model` at that acceleration.
+
+    Subclasses define :meth:`acceleration`. If :attr:`model` is the simulated robot itself,
+    :meth:`robotid_sim.sim.PyBulletSimulator.track` realises the commanded acceleration exactly
+    (Bullet receives its own inverse dynamics at it) and calls :meth:`acceleration_lists`;
+    otherwise the controller is used through ``__call__`` like a torque controller. A
+    model-based controller that takes an identified model as an option overrides :attr:`model`
+    to return it.
+    """
+
+    @property
+    def model(self) -> Any:
+        """The model whose inverse dynamics turn the commanded acceleration into a torque: the
+        plant's model."""
+        return self.plant.model
+
+    @abstractmethod
+    def acceleration(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
+        """Commanded joint acceleration (n,) for the state ``q``, ``qd`` (n,) and the
+        :class:`Reference` at time ``t``."""
+
+    def acceleration_lists(
+        self,
+        t: float,
+        q: list[float],
+        qd: list[float],
+        q_ref: list[float],
+        qd_ref: list[float],
+        qdd_ref: list[float],
+    ) -> Sequence[float]:
+        """:meth:`acceleration` on Python lists, as the simulator's step loop holds them.
+
+        The default converts to arrays and calls :meth:`acceleration`; a controller whose
+        arithmetic is a few operations per joint overrides it with plain Python arithmetic,
+        which costs less than numpy per step for a handful of joints (the loop runs ~10⁵ steps).
+        """
+        reference = Reference(np.array(q_ref), np.array(qd_ref), np.array(qdd_ref))
+        return self.acceleration(t, np.array(q), np.array(qd), reference)
+
+    def __call__(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
+        """Motor torque (n,): :attr:`model`'s inverse dynamics at (q, qd, :meth:`acceleration`)."""
+        return model_torque(self.model, q, qd, self.acceleration(t, q, qd, reference))
