@@ -7,6 +7,12 @@ Each module here is one plugin: it implements one or more hooks of
     def register_estimators(register):
         register("ols", OLSEstimator)
 
+``core`` registers the built-in excitation types, noise models, bundled robots and model
+kinds; ``controllers`` the controllers; ``ols``, ``wls`` and ``irls`` the estimators. They are
+the only source of these names: robotid_sim looks every name up in the registries of
+:mod:`robotid_sim.plugins`, where the first registration of a name wins and the built-ins
+register first.
+
 Nothing in robotid_sim imports these modules by name. Each is declared as an entry point of
 the ``robotid_sim`` group in robotid_sim's ``pyproject.toml`` (``ols =
 "robotid_sim_plugins.ols"``) and loaded by :mod:`robotid_sim.plugins` exactly like a

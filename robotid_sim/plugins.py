@@ -5,7 +5,8 @@ Loading (done once, lazily, by :func:`get_plugin_manager`):
 1. **Built-in plugins** — the modules of ``plugins/`` (package ``robotid_sim_plugins``) — are
    declared as entry points of the ``robotid_sim`` group in robotid_sim's own ``pyproject.toml``
    and are loaded through those entry points exactly like third-party plugins. They are
-   registered first, in :data:`DEFAULT_PLUGINS` order, so a built-in name always wins.
+   registered first, in :data:`DEFAULT_PLUGINS` order (``core`` first), so a built-in name
+   always wins.
    *Fallback:* a module of :data:`DEFAULT_PLUGINS` that no installed entry point points to
    (stale package metadata, e.g. an editable install made before the entry points were
    added, or a source checkout on ``sys.path``) is imported directly, so the core estimators
@@ -22,11 +23,24 @@ Error isolation: nothing that a plugin does can break the others or the core.
 - Registries are built by calling each plugin's hook implementation separately with a
   ``register`` callback. A hook that raises contributes nothing to that registry, and its
   plugin is recorded as broken; the other plugins' entries are unaffected.
-- Duplicate names: the first plugin to register a name keeps it (built-ins load first); a later
-  plugin registering the same name is recorded as broken with an error naming both plugins, and
-  its other entries still count.
-- Invalid entries (a non-class estimator, a robot directory without ``robot.urdf``, ...) are
-  skipped and recorded the same way.
+- Name clashes, one rule for every registry (estimators, controllers, robots, noise models,
+  excitation types, model kinds): **the first registration wins**. Built-ins register first
+  (the ``core`` plugin holds the built-in excitation types, noise models and bundled robots),
+  so a plugin can never silently replace a built-in name; a later plugin registering a taken
+  name is recorded as broken with an error naming both plugins, and its other entries still
+  count.
+- Invalid entries (an estimator that is not an ``Estimator`` subclass, a noise model that is
+  not a ``NoiseModel`` dataclass, a robot directory without ``robot.urdf``, ...) are skipped
+  and recorded the same way, naming the plugin, the name and what was expected; asking for
+  such a name says why it was refused.
+
+There is one registry per kind of thing, here; no other module keeps a table of names. The
+registries are rebuilt from the hooks on every call (cheap: a few function calls), so a plugin
+registered with ``pm.register`` counts at once.
+
+Import cost: this module imports only the standard library, pluggy and
+:mod:`robotid_sim.hookspecs` / :mod:`robotid_sim.errors`; the validators import the base
+classes they check against on first use.
 
 Every problem is recorded as a :class:`PluginInfo` with ``status="broken"`` and
 ``error="<ExceptionType>: <message>"`` (several problems are joined by ``"; "``), logged once
@@ -35,6 +49,7 @@ as a warning, and shown by ``robotid-sim plugins``. Nothing here prints.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import importlib.metadata
@@ -63,6 +78,8 @@ DISTRIBUTION_NAME = "robotid-sim"
 #: built-in plugin modules, in registration order; imported directly only when no entry point
 #: points to them (stale metadata), otherwise loaded through their entry points
 DEFAULT_PLUGINS: tuple[str, ...] = (
+    "robotid_sim_plugins.core",
+    "robotid_sim_plugins.controllers",
     "robotid_sim_plugins.ols",
     "robotid_sim_plugins.wls",
     "robotid_sim_plugins.irls",
@@ -126,6 +143,8 @@ class _State:
     load_failures: list[PluginInfo] = field(default_factory=list)
     #: (plugin name, hook or step) -> error text, for registered plugins
     problems: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: hook name -> {name: why it was refused}, for invalid entries of the last collection
+    rejected: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 _state: _State | None = None
@@ -231,21 +250,21 @@ def _load_plugins(state: _State) -> None:
     builtin = [ep for ep in entry_points if _is_builtin(ep)]
     external = [ep for ep in entry_points if not _is_builtin(ep)]
 
-    def builtin_order(ep: importlib.metadata.EntryPoint) -> tuple[int, str]:
-        rank = DEFAULT_PLUGINS.index(ep.module) if ep.module in DEFAULT_PLUGINS else len(DEFAULT_PLUGINS)
-        return rank, ep.name
-
-    for ep in sorted(builtin, key=builtin_order):
-        _register_entry_point(state, ep, builtin=True)
-    covered = {ep.module for ep in builtin}
+    # built-ins in DEFAULT_PLUGINS order (``core`` first), each through its entry point or, with
+    # stale metadata, imported directly in its place; then any other built-in entry point
     for module_name in DEFAULT_PLUGINS:
-        if module_name not in covered:
+        declared = sorted((ep for ep in builtin if ep.module == module_name), key=lambda ep: ep.name)
+        for ep in declared:
+            _register_entry_point(state, ep, builtin=True)
+        if not declared:
             logger.debug("no entry point for built-in plugin %s (stale metadata?); importing it directly",
                          module_name)
             origin = PluginInfo(name=module_name.rsplit(".", 1)[-1], distribution=DISTRIBUTION_NAME,
                                 version=_own_version(), module=module_name, source=SOURCE_FALLBACK,
                                 builtin=True)
             _register(state, lambda m=module_name: importlib.import_module(m), origin)
+    for ep in sorted((ep for ep in builtin if ep.module not in DEFAULT_PLUGINS), key=lambda ep: ep.name):
+        _register_entry_point(state, ep, builtin=True)
 
     allowed = selected_plugins()
     seen = {_normalise(name) for name in [DISTRIBUTION_NAME, *(ep.name for ep in builtin),
@@ -340,49 +359,119 @@ def _set_problem(state: _State, plugin_name: str, where: str, error: str | None)
 
 
 # ------------------------------------------------------------------------------ registries
-def _check_name(kind: str, name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise PluginError(f"a {kind} name must be a non-empty string, got {name!r}")
-    return name
+class _Invalid(Exception):
+    """An entry a plugin registered is not what its hook expects; the message says what is."""
 
 
-def _check_class(kind: str, name: str, obj: Any) -> Any:
-    if not inspect.isclass(obj):
-        raise PluginError(f"{kind} '{name}' must be a class, got {type(obj).__name__} {obj!r}")
+def _describe_value(obj: Any) -> str:
+    if inspect.isclass(obj):
+        return f"class {obj.__module__}.{obj.__qualname__}"
+    text = repr(obj)
+    return f"{type(obj).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _require_subclass(obj: Any, base: type, base_name: str) -> type:
+    """``obj`` if it is a concrete subclass of ``base``; else :class:`_Invalid` saying what is expected."""
+    if not inspect.isclass(obj) or not issubclass(obj, base):
+        raise _Invalid(f"a subclass of {base_name}")
+    if inspect.isabstract(obj):
+        missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))
+        raise _Invalid(f"a concrete subclass of {base_name} (it is abstract: implement {missing})")
     return obj
 
 
-def _check_callable(kind: str, name: str, obj: Any) -> Any:
-    if not callable(obj):
-        raise PluginError(f"{kind} '{name}' must be callable as factory(config, robot), got {type(obj).__name__}")
-    return obj
+def _check_estimator(name: str, obj: Any) -> type:
+    from robotid_sim.identification.estimator import Estimator
+
+    return _require_subclass(obj, Estimator, "robotid_sim.identification.Estimator")
 
 
-def _check_robot_dir(kind: str, name: str, obj: Any) -> Path:
+def _controller_base() -> type | None:
+    """``robotid_sim.control.Controller`` when that package can be imported, else None."""
     try:
-        path = Path(obj)
-    except TypeError as exc:
-        raise PluginError(f"{kind} '{name}' must be a directory path, got {type(obj).__name__}") from exc
+        module = importlib.import_module("robotid_sim.control")
+    except Exception:  # not written yet, or broken: fall back to the duck-typed check
+        logger.debug("robotid_sim.control not importable; checking controllers by their methods", exc_info=True)
+        return None
+    base = getattr(module, "Controller", None)
+    return base if inspect.isclass(base) else None
+
+
+def _defines(cls: type, method: str) -> bool:
+    """Whether ``cls`` (not ``object``, nor its metaclass) defines a callable ``method``."""
+    return any(callable(vars(k).get(method)) for k in cls.__mro__ if k is not object)
+
+
+def _check_controller(name: str, obj: Any) -> type:
+    base = _controller_base()
+    if base is not None:
+        return _require_subclass(obj, base, "robotid_sim.control.Controller")
+    if not inspect.isclass(obj) or not (_defines(obj, "__call__") and _defines(obj, "reset")):
+        raise _Invalid("a controller class with the methods __call__ and reset")
+    return obj
+
+
+def _check_noise_model(name: str, obj: Any) -> type:
+    from robotid_sim.sim.noise import NoiseModel
+
+    expected = f"a subclass of robotid_sim.sim.noise.NoiseModel that is a frozen dataclass with kind = '{name}'"
+    if not inspect.isclass(obj) or not issubclass(obj, NoiseModel):
+        raise _Invalid(expected)
+    problems = []
+    if not dataclasses.is_dataclass(obj) or not obj.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        problems.append("not a frozen dataclass")
+    if inspect.isabstract(obj):
+        problems.append(f"abstract: implement {', '.join(sorted(obj.__abstractmethods__))}")
+    if getattr(obj, "kind", None) != name:
+        problems.append(f"kind = {getattr(obj, 'kind', None)!r}")
+    if problems:
+        raise _Invalid(f"{expected} (it is {'; '.join(problems)})")
+    return obj
+
+
+def _check_excitation(name: str, obj: Any) -> Callable[..., Any]:
+    if not callable(obj):
+        raise _Invalid("a callable factory(config, robot) -> Excitation")
+    return obj
+
+
+def _check_model_kind(name: str, obj: Any) -> type:
+    from robotid_sim.identification.model import IdentifiedModel
+
+    _require_subclass(obj, IdentifiedModel, "robotid_sim.identification.IdentifiedModel")
+    if getattr(obj, "kind", None) != name:
+        raise _Invalid(f"a subclass of robotid_sim.identification.IdentifiedModel with kind = '{name}' "
+                       f"(got kind = {getattr(obj, 'kind', None)!r})")
+    return obj
+
+
+def _check_robot_dir(name: str, obj: Any) -> Path:
+    expected = "a directory (str or Path) holding robot.urdf and, optionally, robot.yaml"
+    if not isinstance(obj, str | os.PathLike):
+        raise _Invalid(expected)
+    path = Path(obj)
     if not (path / "robot.urdf").is_file():
-        raise PluginError(f"{kind} '{name}': directory {path} has no robot.urdf (expected robot.urdf + robot.yaml)")
+        raise _Invalid(f"{expected}; {path} has no robot.urdf")
     return path
 
 
-#: hook name -> (kind of thing registered, validator(kind, name, obj) -> stored value)
-_HOOKS: dict[str, tuple[str, Callable[[str, str, Any], Any]]] = {
-    "register_estimators": ("estimator", _check_class),
-    "register_controllers": ("controller", _check_class),
+#: hook name -> (kind of thing registered, validator(name, obj) -> stored value, raising _Invalid)
+_HOOKS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
+    "register_estimators": ("estimator", _check_estimator),
+    "register_controllers": ("controller", _check_controller),
     "register_robots": ("robot", _check_robot_dir),
-    "register_noise_models": ("noise model", _check_class),
-    "register_excitations": ("excitation", _check_callable),
+    "register_noise_models": ("noise model", _check_noise_model),
+    "register_excitations": ("excitation", _check_excitation),
+    "register_model_kinds": ("model kind", _check_model_kind),
 }
 
 
 def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
     """Call every implementation of ``hook_name`` on its own; ``{name: (value, plugin name)}``.
 
-    Implementations are called in plugin registration order, so the first plugin to register a
-    name keeps it. Problems are recorded per (plugin, hook) and replace earlier ones.
+    Implementations are called in plugin registration order (built-ins first), so the first
+    plugin to register a name keeps it. Problems are recorded per (plugin, hook) and replace
+    earlier ones; refused entries are remembered in ``state.rejected[hook_name]``.
     """
     state = _get_state()
     kind, check = _HOOKS[hook_name]
@@ -390,6 +479,7 @@ def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
     impls = sorted(getattr(state.pm.hook, hook_name).get_hookimpls(),
                    key=lambda impl: order.get(id(impl.plugin), len(order)))
     found: dict[str, tuple[Any, str]] = {}
+    rejected: dict[str, str] = {}
     for impl in impls:
         plugin = impl.plugin_name
         if impl.hookwrapper or impl.wrapper:
@@ -408,18 +498,27 @@ def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
             continue
         errors = []
         for name, obj in entries:
+            if not isinstance(name, str) or not name.strip():
+                errors.append(f"PluginError: plugin '{plugin}' registers a {kind} named {name!r}; "
+                              "expected a non-empty string as its name")
+                continue
             try:
-                value = check(kind, _check_name(kind, name), obj)
-            except PluginError as exc:
-                errors.append(_error_text(exc))
+                value = check(name, obj)
+            except _Invalid as exc:
+                error = (f"PluginError: plugin '{plugin}' registers {kind} '{name}' as {_describe_value(obj)}; "
+                         f"expected {exc}")
+                errors.append(error)
+                rejected.setdefault(name, error)
                 continue
             if name in found:
                 owner = found[name][1]
                 errors.append(f"PluginError: {kind} '{name}' is already registered by plugin '{owner}'; "
-                              f"plugin '{plugin}' cannot register it again (rename it)")
+                              f"plugin '{plugin}' cannot register it again (the first registration wins: "
+                              "rename it)")
                 continue
             found[name] = (value, plugin)
         _set_problem(state, plugin, hook_name, "; ".join(errors) or None)
+    state.rejected[hook_name] = {name: error for name, error in rejected.items() if name not in found}
     return found
 
 
@@ -428,78 +527,126 @@ def _registry(hook_name: str) -> dict[str, Any]:
 
 
 def estimators() -> dict[str, type]:
-    """Estimator classes by name, from every working plugin (built-ins first)."""
+    """Estimator classes (``Estimator`` subclasses) by name, from every working plugin (built-ins first)."""
     return _registry("register_estimators")
 
 
 def controllers() -> dict[str, type]:
-    """Controller classes by name, from every working plugin."""
+    """Controller classes by name, from every working plugin (built-ins first)."""
     return _registry("register_controllers")
 
 
-def plugin_robot_dirs() -> dict[str, Path]:
-    """Robot directories (each holding ``robot.urdf`` + ``robot.yaml``) added by plugins."""
+def robots() -> dict[str, Path]:
+    """Robot directories (each holding ``robot.urdf`` + optional ``robot.yaml``) by name.
+
+    The bundled robots (registered by the built-in ``core`` plugin) come first, then those of
+    other plugins; :func:`robotid_sim.robot.load_robot` and ``bundled_robots()`` read this.
+    """
     return _registry("register_robots")
 
 
 def noise_models() -> dict[str, type]:
-    """Noise model classes by name, from every working plugin."""
+    """Noise model classes (``NoiseModel`` subclasses) by ``type`` name, built-ins first."""
     return _registry("register_noise_models")
 
 
 def excitations() -> dict[str, Callable[..., Any]]:
-    """Excitation factories ``factory(config, robot)`` by type name, from every working plugin."""
+    """Excitation factories ``factory(config, robot)`` by ``type`` name, built-ins first."""
     return _registry("register_excitations")
 
 
-def _lookup(kind: str, registry: dict[str, Any], name: str) -> Any:
+def model_kinds() -> dict[str, type]:
+    """Identified-model classes (``IdentifiedModel`` subclasses) by ``kind``, for ``load_model``."""
+    return _registry("register_model_kinds")
+
+
+def _lookup(hook_name: str, name: str) -> Any:
+    kind = _HOOKS[hook_name][0]
+    registry = _registry(hook_name)
     if name in registry:
         return registry[name]
-    message = f"unknown {kind} '{name}'; known: {', '.join(registry) or '(none)'}"
-    close = difflib.get_close_matches(str(name), list(registry), n=1)
+    refused = rejected(hook_name).get(name)
+    if refused is not None:
+        raise PluginError(f"{kind} '{name}' cannot be used: {refused.removeprefix('PluginError: ')}")
+    raise PluginError(f"unknown {kind} '{name}'; known: {', '.join(registry) or '(none)'}"
+                      f"{unknown_name_hint(name, registry)}")
+
+
+def rejected(hook_name: str) -> dict[str, str]:
+    """Names registered through ``hook_name`` whose entries were refused, with the reason.
+
+    As found by the last call of that registry (``estimators()``, ``get_estimator(...)``, ...):
+    ``{name: "PluginError: plugin 'p' registers estimator 'name' as ...; expected ..."}``.
+    """
+    return dict(_get_state().rejected.get(hook_name, {}))
+
+
+def unknown_name_hint(name: Any, known: Any) -> str:
+    """What to append to an "unknown name" message: a close match, and the broken plugins.
+
+    Returns:
+        ``" (did you mean 'ols'?). Broken plugins: a, b; run 'robotid-sim plugins' for their
+        errors"``, either part left out when empty; ``""`` when neither applies.
+    """
+    hint = ""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
     if close:
-        message += f" (did you mean '{close[0]}'?)"
+        hint += f" (did you mean '{close[0]}'?)"
     broken = [info.name for info in broken_plugins()]
     if broken:
-        message += f". Broken plugins: {', '.join(broken)}; run 'robotid-sim plugins' for their errors"
-    raise PluginError(message)
+        hint += f". Broken plugins: {', '.join(broken)}; run 'robotid-sim plugins' for their errors"
+    return hint
 
 
 def get_estimator(name: str) -> type:
     """The estimator class registered as ``name``.
 
     Raises:
-        PluginError: no plugin registers ``name``; the message lists the known estimators (and
-            any broken plugins, which may be where it was expected to come from).
+        PluginError: no plugin registers ``name`` (the message lists the known estimators and
+            any broken plugins, which may be where it was expected to come from), or the class
+            registered under it was refused (the message says why).
     """
-    return _lookup("estimator", estimators(), name)
+    return _lookup("register_estimators", name)
 
 
 def get_controller(name: str) -> type:
     """The controller class registered as ``name``.
 
     Raises:
-        PluginError: no plugin registers ``name``; the message lists the known controllers.
+        PluginError: no plugin registers ``name`` (the message lists the known controllers), or
+            what was registered under it was refused.
     """
-    return _lookup("controller", controllers(), name)
+    return _lookup("register_controllers", name)
 
 
 def get_noise_model(name: str) -> type:
-    """The noise model class registered as ``name``.
+    """The noise model class registered as ``name`` (the ``type`` of a ``noise.models`` entry).
 
     Raises:
-        PluginError: no plugin registers ``name``; the message lists the known noise models.
+        PluginError: no plugin registers ``name`` (the message lists the known noise models),
+            or what was registered under it was refused.
     """
-    return _lookup("noise model", noise_models(), name)
+    return _lookup("register_noise_models", name)
 
 
 def get_excitation(name: str) -> Callable[..., Any]:
-    """The excitation factory registered as ``name``.
+    """The excitation factory registered as ``name`` (the ``type`` of an excitation mapping).
 
     Raises:
-        PluginError: no plugin registers ``name``; the message lists the known excitations.
+        PluginError: no plugin registers ``name`` (the message lists the known excitation
+            types), or what was registered under it was refused.
     """
-    return _lookup("excitation", excitations(), name)
+    return _lookup("register_excitations", name)
+
+
+def get_model_kind(name: str) -> type:
+    """The identified-model class registered for ``kind`` ``name`` (used by ``load_model``).
+
+    Raises:
+        PluginError: no plugin registers ``name`` (the message lists the known kinds), or what
+            was registered under it was refused.
+    """
+    return _lookup("register_model_kinds", name)
 
 
 # ---------------------------------------------------------------------------------- listing

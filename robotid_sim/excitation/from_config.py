@@ -27,6 +27,12 @@ sequence            parts (list of mappings), labels
 Example: ``{"type": "fourier", "harmonics": 5, "base_frequency": 0.04, "periods": 2,
 "optimize": {"maxiter": 30}, "seed": 0}``. An unknown type or key raises
 :class:`~robotid_sim.errors.ConfigError` naming it and listing the valid ones.
+
+The ``type`` is looked up in the plugin registry (:func:`robotid_sim.plugins.get_excitation`):
+the types above are registered by the built-in plugin ``core`` (``plugins/core.py``), whose
+factories call the ``build_<type>(config, robot)`` functions of this module, and a plugin's
+``register_excitations`` hook adds its own types, usable here, in ``simulate`` and in
+scenarios exactly like the built-in ones (``sequence`` parts included).
 """
 
 from __future__ import annotations
@@ -37,10 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from robotid_sim.errors import ConfigError
+from robotid_sim.errors import ConfigError, PluginError
 from robotid_sim.excitation.base import Concatenation, Excitation, Hold, JointLimits
 from robotid_sim.excitation.fourier import FourierExcitation
-from robotid_sim.excitation.optimize import optimize_fourier
 from robotid_sim.excitation.polynomial import QuinticPolynomial, prismatic_sines
 from robotid_sim.excitation.sequential import SequentialSine, SingleJointSine
 from robotid_sim.excitation.stepwise import ConstantVelocity, StepwiseExcitation
@@ -71,7 +76,7 @@ def _need_robot(kind: str, robot) -> None:
         raise ConfigError(f"excitation type '{kind}' needs the robot (its joint limits)")
 
 
-def _fourier(cfg: dict, robot) -> Excitation:
+def build_fourier(cfg: dict, robot) -> Excitation:
     explicit = ("q0", "a", "b", "omega_f", "periods")
     recipe = ("harmonics", "base_frequency", "periods", "seed", "margin", "optimize")
     if any(k in cfg for k in ("q0", "a", "b")):
@@ -96,12 +101,14 @@ def _fourier(cfg: dict, robot) -> Excitation:
     if not isinstance(opt, Mapping):
         raise ConfigError(f"'optimize' must be true, false or a mapping of options, got {opt!r}")
     _check_keys("fourier.optimize", opt, _OPTIMIZE_KEYS)
+    from robotid_sim.excitation.optimize import optimize_fourier  # SciPy: only when optimising
+
     result = optimize_fourier(robot, harmonics, base_frequency, periods=periods, margin=margin,
                               seed=seed, **opt)
     return result.excitation
 
 
-def _sequential(cfg: dict, robot) -> Excitation:
+def build_sequential_sine(cfg: dict, robot) -> Excitation:
     keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles",
             "margin")
     options = _options("sequential_sine", cfg, keys)
@@ -109,12 +116,12 @@ def _sequential(cfg: dict, robot) -> Excitation:
     return SequentialSine(robot, **options)
 
 
-def _single(cfg: dict, robot) -> Excitation:
+def build_single_joint_sine(cfg: dict, robot) -> Excitation:
     keys = ("hold", "joint", "amplitude", "frequency", "cycles", "ramp_cycles")
     return SingleJointSine(**_options("single_joint_sine", cfg, keys))
 
 
-def _polynomial(cfg: dict, robot) -> Excitation:
+def build_polynomial(cfg: dict, robot) -> Excitation:
     keys = ("waypoints", "q_start", "q_end", "via", "random_waypoints", "seed", "margin",
             "durations", "duration", "back_and_forth", "sine_amplitude", "sine_frequency",
             "prismatic_sine", "ramp_fraction")
@@ -164,7 +171,7 @@ def _polynomial(cfg: dict, robot) -> Excitation:
     )
 
 
-def _stepwise(cfg: dict, robot) -> Excitation:
+def build_stepwise(cfg: dict, robot) -> Excitation:
     keys = ("n_poses", "poses", "static_duration", "slow_speed", "speeds", "cruise_time",
             "min_cruise_time", "fourier_segments", "harmonics", "base_frequency",
             "fourier_periods", "pose_spread", "margin", "seed")
@@ -173,36 +180,53 @@ def _stepwise(cfg: dict, robot) -> Excitation:
     return StepwiseExcitation(robot, **options)
 
 
-def _constant_velocity(cfg: dict, robot) -> Excitation:
+def build_constant_velocity(cfg: dict, robot) -> Excitation:
     keys = ("start", "velocity", "cruise_time", "ramp_time", "cruise_label", "ramp_label")
     return ConstantVelocity(**_options("constant_velocity", cfg, keys))
 
 
-def _hold(cfg: dict, robot) -> Excitation:
+def build_hold(cfg: dict, robot) -> Excitation:
     _check_keys("hold", cfg, ("pose", "duration", "label"))
     if "pose" not in cfg:
         raise ConfigError("a 'hold' excitation needs 'pose'")
     return Hold(cfg["pose"], float(cfg.get("duration", 1.0)), cfg.get("label", "static"))
 
 
-def _sequence(cfg: dict, robot) -> Excitation:
+def build_sequence(cfg: dict, robot) -> Excitation:
     _check_keys("sequence", cfg, ("parts", "labels"))
     parts = tuple(excitation_from_config(p, robot) for p in cfg.get("parts", ()))
     labels = cfg.get("labels")
     return Concatenation(parts, tuple(labels) if labels is not None else ())
 
 
-#: builders by ``type``; an excitation plugin may add its own
-EXCITATION_BUILDERS: dict[str, Builder] = {
-    "fourier": _fourier,
-    "sequential_sine": _sequential,
-    "single_joint_sine": _single,
-    "polynomial": _polynomial,
-    "stepwise": _stepwise,
-    "constant_velocity": _constant_velocity,
-    "hold": _hold,
-    "sequence": _sequence,
-}
+class _RegistryView(Mapping):
+    """Read-only, live view of the excitation registry (:func:`robotid_sim.plugins.excitations`).
+
+    Kept only so that ``EXCITATION_BUILDERS`` still imports; it is not a registry of its own.
+    Use :func:`robotid_sim.plugins.get_excitation` / ``excitations()``, and register new types
+    with the ``register_excitations`` hook.
+    """
+
+    def _data(self) -> dict[str, Builder]:
+        from robotid_sim.plugins import excitations
+
+        return excitations()
+
+    def __getitem__(self, key: str) -> Builder:
+        return self._data()[key]
+
+    def __iter__(self):
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+    def __repr__(self) -> str:
+        return f"<excitation registry view: {', '.join(self._data())}>"
+
+
+#: deprecated: a read-only view of the plugin registry (see :class:`_RegistryView`)
+EXCITATION_BUILDERS: Mapping[str, Builder] = _RegistryView()
 
 
 def excitation_from_config(mapping: Mapping[str, Any], robot=None) -> Excitation:
@@ -223,12 +247,21 @@ def excitation_from_config(mapping: Mapping[str, Any], robot=None) -> Excitation
     if not isinstance(mapping, Mapping):
         raise ConfigError(f"an excitation config must be a mapping with a 'type', got "
                           f"{type(mapping).__name__}")
+    from robotid_sim import plugins
+
     kind = mapping.get("type")
-    if kind not in EXCITATION_BUILDERS:
-        raise ConfigError(f"unknown excitation type {kind!r}; valid types: "
-                          f"{', '.join(sorted(EXCITATION_BUILDERS))}")
     try:
-        excitation = EXCITATION_BUILDERS[kind](dict(mapping), robot)
+        if not isinstance(kind, str):
+            raise PluginError(f"excitation type must be a string, got {kind!r}")
+        builder = plugins.get_excitation(kind)
+    except PluginError as exc:
+        if isinstance(kind, str) and kind in plugins.rejected("register_excitations"):  # refused: say why
+            raise ConfigError(str(exc)) from None
+        known = plugins.excitations()
+        raise ConfigError(f"unknown excitation type {kind!r}; valid types: {', '.join(sorted(known))}"
+                          f"{plugins.unknown_name_hint(kind, known)}") from None
+    try:
+        excitation = builder(dict(mapping), robot)
     except (TypeError, KeyError) as exc:
         raise ConfigError(f"bad excitation config for type '{kind}': {exc}") from exc
     if robot is not None and excitation.n_dof != JointLimits.of(robot).n_dof:

@@ -23,6 +23,10 @@ Models:
 
 :func:`noise_from_config` builds a chain from the YAML mapping of a scenario; every model and
 chain has ``to_dict()`` and ``noise_from_config(chain.to_dict())`` rebuilds an equal chain.
+
+The models are registered by ``type`` (their ``kind``) through the ``register_noise_models``
+hook: the five above by the built-in plugin ``core`` (``plugins/core.py``), others by plugins
+(:func:`robotid_sim.plugins.noise_models`). This module keeps no table of names.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from robotid_sim.errors import ConfigError, DataError
+from robotid_sim.errors import ConfigError, DataError, PluginError
 
 __all__ = [
     "SIGNALS", "CurrentMeasurement", "GaussianSNR", "GaussianStd", "NoiseChain", "NoiseModel",
@@ -355,12 +359,6 @@ class CurrentMeasurement(NoiseModel):
         signals["tau"] = ratio * current  # seed 001 Eq. 1
 
 
-MODELS: dict[str, type[NoiseModel]] = {
-    cls.kind: cls
-    for cls in (GaussianSNR, GaussianStd, Outliers, Quantization, CurrentMeasurement)
-}
-
-
 def _check_rng(rng) -> None:
     if not isinstance(rng, np.random.Generator):
         raise ConfigError(
@@ -495,17 +493,30 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+def _model_class(position: int, item: Any) -> type[NoiseModel]:
+    """The class for ``noise.models[position]``, looked up in the plugin registry by ``type``."""
+    from robotid_sim import plugins
+
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    if isinstance(kind, str):
+        try:
+            return plugins.get_noise_model(kind)
+        except PluginError as exc:
+            if kind in plugins.rejected("register_noise_models"):  # registered, but refused: say why
+                raise ConfigError(f"'noise.models[{position}]': {exc}") from None
+    known = plugins.noise_models()
+    raise ConfigError(
+        f"'noise.models[{position}]' must be a mapping whose 'type' is one of "
+        f"{', '.join(known)}; got {item!r}{plugins.unknown_name_hint(kind, known) if kind else ''}"
+    )
+
+
 def _from_model_list(items) -> NoiseChain:
     if not isinstance(items, Sequence) or isinstance(items, str):
         raise ConfigError(f"'noise.models' must be a list of models, got {items!r}")
     models = []
     for position, item in enumerate(items):
-        if not isinstance(item, Mapping) or item.get("type") not in MODELS:
-            raise ConfigError(
-                f"'noise.models[{position}]' must be a mapping whose 'type' is one of "
-                f"{', '.join(MODELS)}; got {item!r}"
-            )
-        cls = MODELS[item["type"]]
+        cls = _model_class(position, item)
         fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
         unknown = sorted(set(item) - set(fields) - {"type"})
         if unknown:
@@ -514,9 +525,12 @@ def _from_model_list(items) -> NoiseChain:
                 f"allowed keys: type, {', '.join(fields)}"
             )
         try:
-            models.append(cls(**{k: v for k, v in item.items() if k != "type"}))
+            model = cls(**{k: v for k, v in item.items() if k != "type"})
         except TypeError as exc:
             raise ConfigError(f"'noise.models[{position}]' ({item['type']}): {exc}") from None
+        if not isinstance(model, NoiseModel):  # a plugin class whose __new__ returns something else
+            raise ConfigError(f"'noise.models[{position}]' ({item['type']}) did not build a NoiseModel")
+        models.append(model)
     return NoiseChain(tuple(models))
 
 
@@ -535,8 +549,11 @@ def noise_from_config(mapping: Mapping[str, Any] | None) -> NoiseChain:
     The models are applied in a fixed order, whatever the order of the keys: ``current``; then
     for q, qd, qdd, tau in turn ``snr_db`` and ``std``; then ``quantization``; then
     ``outliers`` last (spikes hit the final measurement). The form ``{"models": [...]}``
-    written by :meth:`NoiseChain.to_dict` is accepted too and keeps its order. None or {}
-    gives an empty chain.
+    written by :meth:`NoiseChain.to_dict` is accepted too and keeps its order; each entry is
+    ``{type: NAME, <field>: value, ...}`` where NAME is looked up in the plugin registry
+    (:func:`robotid_sim.plugins.get_noise_model`), so a noise model registered by a plugin's
+    ``register_noise_models`` hook is usable there like the built-in ones. None or {} gives an
+    empty chain.
 
     Raises:
         ConfigError: an unknown key (naming it and the allowed ones), a wrong type, or a value
