@@ -65,7 +65,7 @@ def test_forward_dynamics_agrees_with_pybullet_step(name, robots, references, rn
     ref = references[name]
     q, qd, qdd_true = robot.random_states(rng, 20)
     # friction and rotor inertia off: PyBullet only knows the rigid body
-    rigid = dataclasses.replace(robot, friction=NoFriction(robot.n_dof), rotor_inertia=None, _base=None)
+    rigid = dataclasses.replace(robot, friction=NoFriction(robot.n_dof), rotor_inertia=None, _structure=None)
     tau = rigid.inverse_dynamics(q, qd, qdd_true)
     qdd_model = rigid.forward_dynamics(q, qd, tau)
     assert np.allclose(qdd_model, qdd_true, rtol=0, atol=1e-8)

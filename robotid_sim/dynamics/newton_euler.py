@@ -14,17 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robotid_sim.robot.chain import Joint
+if TYPE_CHECKING:  # annotations only: importing robotid_sim.robot here would be circular
+    from robotid_sim.robot.chain import Joint
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cross product along axis 0 of two broadcastable arrays (3, ...)."""
-    return np.array(
-        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-    )
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 def rotate(E: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -55,9 +55,7 @@ def _axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
     outer = np.outer(axis, axis)
-    return (
-        np.eye(3)[:, :, None] * c + outer[:, :, None] * (1.0 - c) + K[:, :, None] * s
-    )
+    return np.eye(3)[:, :, None] * c + outer[:, :, None] * (1.0 - c) + K[:, :, None] * s
 
 
 def forward_pass(
@@ -116,6 +114,7 @@ def _wrench_basis() -> np.ndarray:
     standard parameters XX XY XZ YY YZ ZZ MX MY MZ M (Newton–Euler, seed 003 Eq. 5–6):
     n = I dw + w x (I w) + mc x a, f = M a + dw x mc + w x (w x mc).
     """
+    # fmt: off
     terms = {
         # moment rows, inertia columns: L(dw) + [w]x L(w), with I v = L(v) [XX XY XZ YY YZ ZZ]
         (0, 0): {"dx": 1}, (0, 1): {"dy": 1, "wxwz": -1}, (0, 2): {"dz": 1, "wxwy": 1},
@@ -134,6 +133,7 @@ def _wrench_basis() -> np.ndarray:
         # force rows, mass: a
         (3, 9): {"ax": 1}, (4, 9): {"ay": 1}, (5, 9): {"az": 1},
     }
+    # fmt: on
     C = np.zeros((len(_FEATURES), 60))
     for (row, col), coefficients in terms.items():
         for feature, c in coefficients.items():
@@ -211,7 +211,7 @@ def inertial_regressor(
         A = _link_wrench_regressor(fp.w[j], fp.dw[j], fp.a[j], F)
         if len(local) < 10:
             A = A[:, :, local]
-        np.matmul(psi[:, : j + 1], A, out=out[:, : j + 1, start:start + len(local)])
+        np.matmul(psi[:, : j + 1], A, out=out[:, : j + 1, start : start + len(local)])
     return out
 
 

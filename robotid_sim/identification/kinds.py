@@ -120,9 +120,8 @@ class LinearParameterModel(IdentifiedModel):
         return self.equivalent_robot.bias_torque(q, qd)
 
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
-        q, qd, tau = as_states(self.n_dof, q=q, qd=qd, tau=tau)
-        robot = self.equivalent_robot
-        return solve_forward(robot.mass_matrix(q), robot.bias_torque(q, qd), tau)
+        """qdd (N, n): CRBA, RNEA and an LU solve per sample on the equivalent standard parameters."""
+        return self.equivalent_robot.forward_dynamics(q, qd, tau)
 
     def with_values(self, values) -> LinearParameterModel:
         """A copy with other parameter values and no covariance (for sensitivity studies)."""

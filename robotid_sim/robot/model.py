@@ -11,19 +11,21 @@ friction parameters of the sidecar's model (e.g. ``fcj fvj Sj``), as in seed 001
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
 from robotid_sim.dynamics.friction import FrictionModel, NoFriction, friction_from_dict
-from robotid_sim.dynamics.newton_euler import inertial_regressor, rnea
+from robotid_sim.dynamics.newton_euler import inertial_regressor
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, ModelError
 from robotid_sim.robot.chain import INERTIAL_NAMES, Joint
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
+from robotid_sim.robot.structure import RobotStructure
 from robotid_sim.robot.urdf import parse_urdf
 
 #: velocity and acceleration bounds used for random states when a robot has no sidecar limits
@@ -57,7 +59,7 @@ class Robot:
     acceleration_limit: np.ndarray
     urdf_path: Path | None = None
     sidecar: Sidecar | None = None
-    _base: BaseParameters | None = field(default=None, repr=False)
+    _structure: RobotStructure | None = field(default=None, repr=False)
 
     # ----------------------------------------------------------------- description
     @property
@@ -117,8 +119,8 @@ class Robot:
         has_ia = self.rotor_inertia is not None
         return {
             "inertial": idx[:, :10].ravel(),
-            "rotor": idx[:, 10:10 + has_ia].ravel(),
-            "friction": idx[:, 10 + has_ia:].ravel(),
+            "rotor": idx[:, 10 : 10 + has_ia].ravel(),
+            "friction": idx[:, 10 + has_ia :].ravel(),
         }
 
     # ----------------------------------------------------------------- dynamics
@@ -142,8 +144,9 @@ class Robot:
             local = selected[(selected >= j * b) & (selected < j * b + 10)] - j * b
             link_columns.append((local, position[j * b + int(local[0])] if len(local) else 0))
         Y = np.zeros((N, n, len(selected)))
-        inertial_regressor(self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity, out=Y,
-                           link_columns=link_columns)
+        inertial_regressor(
+            self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity, out=Y, link_columns=link_columns
+        )
         has_ia = self.rotor_inertia is not None
         friction = self.friction.columns(qd) if self.friction.suffixes else None
         for j in range(n):
@@ -156,10 +159,13 @@ class Robot:
         return Y
 
     def rigid_body_torque(self, q, qd, qdd, gravity: bool = True) -> np.ndarray:
-        """Rigid-body torque (N, n) by the batched RNEA (no rotor inertia, no friction)."""
+        """Rigid-body torque (N, n) by the RNEA (no rotor inertia, no friction).
+
+        Compiled per-sample kernels (:mod:`robotid_sim.dynamics.crba`), fast at N = 1 too.
+        """
         q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
         g = self.gravity if gravity else np.zeros(3)
-        return rnea(self.joints, self.inertials, q.T.copy(), qd.T.copy(), qdd.T.copy(), g).T
+        return crba.inverse_dynamics(self.joints, self.inertials, g, q, qd, qdd)
 
     def inverse_dynamics(self, q, qd, qdd) -> np.ndarray:
         """True motor torque (N, n): rigid body + rotor inertia + friction (any friction model)."""
@@ -170,28 +176,31 @@ class Robot:
         return tau + self.friction.torque(qd)
 
     def mass_matrix(self, q) -> np.ndarray:
-        """Joint-space mass matrix (N, n, n), rotor inertia on the diagonal included."""
-        n = self.n_dof
-        (q,) = as_states(n, q=q)
-        N = q.shape[0]
-        q_rep = np.tile(q, (n, 1))
-        e = np.repeat(np.eye(n), N, axis=0)
-        cols = self.rigid_body_torque(q_rep, np.zeros_like(q_rep), e, gravity=False)
-        M = cols.reshape(n, N, n).transpose(1, 2, 0)
-        if self.rotor_inertia is not None:
-            M = M + np.diag(self.rotor_inertia)
-        return M
+        """Joint-space mass matrix (N, n, n), rotor inertia on the diagonal included.
+
+        Composite-rigid-body algorithm (:func:`robotid_sim.dynamics.crba.mass_matrix`).
+        """
+        (q,) = as_states(self.n_dof, q=q)
+        return crba.mass_matrix(self.joints, self.inertials, q, self.rotor_inertia)
 
     def bias_torque(self, q, qd) -> np.ndarray:
         """h(q, qd) (N, n): Coriolis, centrifugal, gravity and friction torque at qdd = 0."""
         q, qd = as_states(self.n_dof, q=q, qd=qd)
-        return self.rigid_body_torque(q, qd, np.zeros_like(q)) + self.friction.torque(qd)
+        h = crba.inverse_dynamics(self.joints, self.inertials, self.gravity, q, qd, np.zeros_like(q))
+        return h + self.friction.torque(qd)
 
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
-        """qdd (N, n) = M(q)^-1 (tau - h(q, qd)) for the true model."""
+        """qdd (N, n) = M(q)^-1 (tau - h(q, qd)) for this model (rotor inertia and friction included).
+
+        CRBA + RNEA + LU per sample (:func:`robotid_sim.dynamics.crba.forward_dynamics`); the
+        parameters may be physically inconsistent. Raises
+        :class:`~robotid_sim.dynamics.crba.SingularMassMatrixError` (a ``DataError`` and a
+        ``numpy.linalg.LinAlgError``) where M is exactly singular.
+        """
         q, qd, tau = as_states(self.n_dof, q=q, qd=qd, tau=tau)
-        M = self.mass_matrix(q)
-        return np.linalg.solve(M, (tau - self.bias_torque(q, qd))[..., None])[..., 0]
+        return crba.forward_dynamics(
+            self.joints, self.inertials, self.gravity, q, qd, tau - self.friction.torque(qd), self.rotor_inertia
+        )
 
     # ----------------------------------------------------------------- base parameters
     def random_states(self, rng: np.random.Generator, N: int) -> tuple[np.ndarray, ...]:
@@ -205,18 +214,23 @@ class Robot:
         return q, qd, qdd
 
     def base_parameters(self, n_samples: int | None = None, seed: int = 0) -> BaseParameters:
-        """Base parameters (cached for the default arguments)."""
-        default = n_samples is None and seed == 0
-        if default and self._base is not None:
-            return self._base
-        n_samples = n_samples or max(200, 4 * self.n_parameters // self.n_dof)
-        base = compute_base_parameters(
-            self.regressor, self.random_states, self.parameter_names, self.true_parameters(),
-            n_samples=n_samples, seed=seed,
+        """Base parameters with the true values (the reduction of :meth:`structure` for the defaults)."""
+        if n_samples is None and seed == 0:
+            return replace(self.structure().base_parameters(), theta=self.true_parameters())
+        return compute_base_parameters(
+            self.regressor,
+            self.random_states,
+            self.parameter_names,
+            self.true_parameters(),
+            n_samples=n_samples or max(200, 4 * self.n_parameters // self.n_dof),
+            seed=seed,
         )
-        if default:
-            self._base = base
-        return base
+
+    def structure(self) -> RobotStructure:
+        """What an estimator may know of this robot: kinematics, friction law, parameter layout."""
+        if self._structure is None:
+            self._structure = RobotStructure.of(self)
+        return self._structure
 
     def with_parameters(self, theta: np.ndarray) -> Robot:
         """A copy of this robot whose standard parameters are ``theta`` (p,)."""
@@ -228,12 +242,18 @@ class Robot:
         has_ia = self.rotor_inertia is not None
         friction = self.friction
         if friction.suffixes:
-            friction = friction.with_values(blocks[:, 10 + has_ia:])
+            friction = friction.with_values(blocks[:, 10 + has_ia :])
         return Robot(
-            name=self.name, joints=joints, gravity=self.gravity, friction=friction,
-            rotor_inertia=blocks[:, 10].copy() if has_ia else None, gear_ratio=self.gear_ratio,
-            velocity_limit=self.velocity_limit, acceleration_limit=self.acceleration_limit,
-            urdf_path=self.urdf_path, sidecar=self.sidecar,
+            name=self.name,
+            joints=joints,
+            gravity=self.gravity,
+            friction=friction,
+            rotor_inertia=blocks[:, 10].copy() if has_ia else None,
+            gear_ratio=self.gear_ratio,
+            velocity_limit=self.velocity_limit,
+            acceleration_limit=self.acceleration_limit,
+            urdf_path=self.urdf_path,
+            sidecar=self.sidecar,
         )
 
 
@@ -250,8 +270,13 @@ def robot_from_urdf(urdf: str | Path, sidecar: str | Path | Sidecar | None = Non
         vel = np.array([j.velocity_limit for j in joints])
         vel = np.where(np.isfinite(vel), vel, DEFAULT_VELOCITY_LIMIT)
         return Robot(
-            name=name, joints=joints, gravity=np.array([0.0, 0.0, -9.81]), friction=NoFriction(n),
-            rotor_inertia=None, gear_ratio=np.ones(n), velocity_limit=vel,
+            name=name,
+            joints=joints,
+            gravity=np.array([0.0, 0.0, -9.81]),
+            friction=NoFriction(n),
+            rotor_inertia=None,
+            gear_ratio=np.ones(n),
+            velocity_limit=vel,
             acceleration_limit=np.full(n, DEFAULT_ACCELERATION_LIMIT),
             urdf_path=Path(urdf) if not str(urdf).lstrip().startswith("<") else None,
         )

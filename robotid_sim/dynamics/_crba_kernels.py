@@ -1,0 +1,361 @@
+"""Compiled per-sample kernels behind :mod:`robotid_sim.dynamics.crba` (numba, cached on disk).
+
+Imported lazily by :mod:`robotid_sim.dynamics.crba` the first time a kernel is needed, so that
+``import robotid_sim`` never imports numba. Every function here works on one chain packed as
+arrays (see :class:`robotid_sim.dynamics.crba.ChainArrays`):
+
+- ``kind`` (n,) int64: 0 revolute, 1 prismatic;
+- ``axis`` (n, 3): joint axis in the joint frame;
+- ``R0`` (n, 3, 3), ``p0`` (n, 3): joint frame at q = 0 in the parent frame;
+- ``inert`` (n, 10): standard parameters XX XY XZ YY YZ ZZ MX MY MZ M about each frame origin;
+- ``g`` (3,): gravity in the base frame;
+- ``rotor`` (n,): added to M's diagonal (zeros for none).
+
+Conventions are those of :mod:`robotid_sim.dynamics.newton_euler`: ``E[j]`` rotates frame j-1
+coordinates into frame j, ``P[j]`` is the origin of frame j in frame j-1, gravity enters as a base
+acceleration -g. Nothing assumes the parameters are physically consistent: the composite
+inertias are summed as the 10 linear parameters (no mass division, no Cholesky), and the linear
+solve is an LU with partial pivoting (M may be indefinite).
+
+Each batch driver exists twice: a serial loop (small N, no thread start-up) and a ``prange`` loop
+(large N); :mod:`robotid_sim.dynamics.crba` picks one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+# ----------------------------------------------------------------------------- per sample
+
+
+@njit(cache=True)
+def _kinematics(kind, axis, R0, p0, q, E, P):
+    """E (n, 3, 3) and P (n, 3) of one sample at joint positions ``q`` (n,)."""
+    n = kind.shape[0]
+    for j in range(n):
+        ax, ay, az = axis[j, 0], axis[j, 1], axis[j, 2]
+        if kind[j] == 0:
+            c = np.cos(q[j])
+            s = np.sin(q[j])
+            t = 1.0 - c
+            # Rodrigues: Rot = c I + (1 - c) a aᵀ + s [a]x
+            r00 = c + t * ax * ax
+            r01 = t * ax * ay - s * az
+            r02 = t * ax * az + s * ay
+            r10 = t * ay * ax + s * az
+            r11 = c + t * ay * ay
+            r12 = t * ay * az - s * ax
+            r20 = t * az * ax - s * ay
+            r21 = t * az * ay + s * ax
+            r22 = c + t * az * az
+            for a in range(3):
+                b0, b1, b2 = R0[j, a, 0], R0[j, a, 1], R0[j, a, 2]
+                # R = R0 @ Rot; E = Rᵀ, so E[:, a] = row a of R
+                E[j, 0, a] = b0 * r00 + b1 * r10 + b2 * r20
+                E[j, 1, a] = b0 * r01 + b1 * r11 + b2 * r21
+                E[j, 2, a] = b0 * r02 + b1 * r12 + b2 * r22
+                P[j, a] = p0[j, a]
+        else:
+            for a in range(3):
+                for b in range(3):
+                    E[j, b, a] = R0[j, a, b]
+                P[j, a] = p0[j, a] + (R0[j, a, 0] * ax + R0[j, a, 1] * ay + R0[j, a, 2] * az) * q[j]
+
+
+@njit(cache=True)
+def _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
+    """Rigid-body torque ``tau`` (n,) of one sample (Newton–Euler); W, DW, A (n, 3) work arrays."""
+    n = kind.shape[0]
+    wx = wy = wz = 0.0
+    dx = dy = dz = 0.0
+    lx, ly, lz = -g[0], -g[1], -g[2]
+    for j in range(n):
+        px, py, pz = P[j, 0], P[j, 1], P[j, 2]
+        # acceleration of frame j's origin, parent coordinates: a + dw x p + w x (w x p)
+        cx = wy * pz - wz * py
+        cy = wz * px - wx * pz
+        cz = wx * py - wy * px
+        bx = lx + (dy * pz - dz * py) + (wy * cz - wz * cy)
+        by = ly + (dz * px - dx * pz) + (wz * cx - wx * cz)
+        bz = lz + (dx * py - dy * px) + (wx * cy - wy * cx)
+        e = E[j]
+        lx = e[0, 0] * bx + e[0, 1] * by + e[0, 2] * bz
+        ly = e[1, 0] * bx + e[1, 1] * by + e[1, 2] * bz
+        lz = e[2, 0] * bx + e[2, 1] * by + e[2, 2] * bz
+        nwx = e[0, 0] * wx + e[0, 1] * wy + e[0, 2] * wz
+        nwy = e[1, 0] * wx + e[1, 1] * wy + e[1, 2] * wz
+        nwz = e[2, 0] * wx + e[2, 1] * wy + e[2, 2] * wz
+        ndx = e[0, 0] * dx + e[0, 1] * dy + e[0, 2] * dz
+        ndy = e[1, 0] * dx + e[1, 1] * dy + e[1, 2] * dz
+        ndz = e[2, 0] * dx + e[2, 1] * dy + e[2, 2] * dz
+        wx, wy, wz, dx, dy, dz = nwx, nwy, nwz, ndx, ndy, ndz
+        ax, ay, az = axis[j, 0], axis[j, 1], axis[j, 2]
+        if kind[j] == 0:
+            jx, jy, jz = ax * qd[j], ay * qd[j], az * qd[j]
+            dx += ax * qdd[j] + (wy * jz - wz * jy)
+            dy += ay * qdd[j] + (wz * jx - wx * jz)
+            dz += az * qdd[j] + (wx * jy - wy * jx)
+            wx += jx
+            wy += jy
+            wz += jz
+        else:
+            jx, jy, jz = ax * qd[j], ay * qd[j], az * qd[j]
+            lx += 2.0 * (wy * jz - wz * jy) + ax * qdd[j]
+            ly += 2.0 * (wz * jx - wx * jz) + ay * qdd[j]
+            lz += 2.0 * (wx * jy - wy * jx) + az * qdd[j]
+        W[j, 0], W[j, 1], W[j, 2] = wx, wy, wz
+        DW[j, 0], DW[j, 1], DW[j, 2] = dx, dy, dz
+        A[j, 0], A[j, 1], A[j, 2] = lx, ly, lz
+    fx = fy = fz = 0.0  # wrench of the subtree beyond link j, in frame j+1 (force, moment)
+    mx = my = mz = 0.0
+    for j in range(n - 1, -1, -1):
+        XX, XY, XZ, YY, YZ, ZZ = inert[j, 0], inert[j, 1], inert[j, 2], inert[j, 3], inert[j, 4], inert[j, 5]
+        hx, hy, hz, m = inert[j, 6], inert[j, 7], inert[j, 8], inert[j, 9]
+        wx, wy, wz = W[j, 0], W[j, 1], W[j, 2]
+        dx, dy, dz = DW[j, 0], DW[j, 1], DW[j, 2]
+        lx, ly, lz = A[j, 0], A[j, 1], A[j, 2]
+        # f = M a + dw x h + w x (w x h)
+        cx = wy * hz - wz * hy
+        cy = wz * hx - wx * hz
+        cz = wx * hy - wy * hx
+        gx = m * lx + (dy * hz - dz * hy) + (wy * cz - wz * cy)
+        gy = m * ly + (dz * hx - dx * hz) + (wz * cx - wx * cz)
+        gz = m * lz + (dx * hy - dy * hx) + (wx * cy - wy * cx)
+        # n = I dw + w x (I w) + h x a
+        iwx = XX * wx + XY * wy + XZ * wz
+        iwy = XY * wx + YY * wy + YZ * wz
+        iwz = XZ * wx + YZ * wy + ZZ * wz
+        nx = XX * dx + XY * dy + XZ * dz + (wy * iwz - wz * iwy) + (hy * lz - hz * ly)
+        ny = XY * dx + YY * dy + YZ * dz + (wz * iwx - wx * iwz) + (hz * lx - hx * lz)
+        nz = XZ * dx + YZ * dy + ZZ * dz + (wx * iwy - wy * iwx) + (hx * ly - hy * lx)
+        if j + 1 < n:  # the child's wrench, carried into frame j: Eᵀ f, Eᵀ n + p x Eᵀ f
+            e = E[j + 1]
+            px, py, pz = P[j + 1, 0], P[j + 1, 1], P[j + 1, 2]
+            cfx = e[0, 0] * fx + e[1, 0] * fy + e[2, 0] * fz
+            cfy = e[0, 1] * fx + e[1, 1] * fy + e[2, 1] * fz
+            cfz = e[0, 2] * fx + e[1, 2] * fy + e[2, 2] * fz
+            nx += e[0, 0] * mx + e[1, 0] * my + e[2, 0] * mz + (py * cfz - pz * cfy)
+            ny += e[0, 1] * mx + e[1, 1] * my + e[2, 1] * mz + (pz * cfx - px * cfz)
+            nz += e[0, 2] * mx + e[1, 2] * my + e[2, 2] * mz + (px * cfy - py * cfx)
+            gx += cfx
+            gy += cfy
+            gz += cfz
+        fx, fy, fz, mx, my, mz = gx, gy, gz, nx, ny, nz
+        if kind[j] == 0:
+            tau[j] = axis[j, 0] * mx + axis[j, 1] * my + axis[j, 2] * mz
+        else:
+            tau[j] = axis[j, 0] * fx + axis[j, 1] * fy + axis[j, 2] * fz
+
+
+@njit(cache=True)
+def _crba(kind, axis, inert, rotor, E, P, M, C):
+    """Mass matrix M (n, n) of one sample (composite rigid bodies); C (n, 10) work array.
+
+    C[j] holds the composite standard parameters of the subtree from link j, about frame j's
+    origin, in frame j coordinates. Moving a composite from frame j to frame j-1 (rotation
+    R = E[j]ᵀ, offset p = P[j]) is linear in its 10 parameters:
+    m' = m, h' = R h + m p, I' = R I Rᵀ + (2 p·Rh + m p·p) 1 - Rh pᵀ - p (Rh)ᵀ - m p pᵀ.
+    """
+    n = kind.shape[0]
+    for j in range(n):
+        for k in range(10):
+            C[j, k] = inert[j, k]
+    for j in range(n - 1, 0, -1):
+        e = E[j]
+        XX, XY, XZ, YY, YZ, ZZ = C[j, 0], C[j, 1], C[j, 2], C[j, 3], C[j, 4], C[j, 5]
+        hx, hy, hz, m = C[j, 6], C[j, 7], C[j, 8], C[j, 9]
+        # B = I E (I symmetric), then R I Rᵀ = Eᵀ I E = Eᵀ B
+        b00 = XX * e[0, 0] + XY * e[1, 0] + XZ * e[2, 0]
+        b01 = XX * e[0, 1] + XY * e[1, 1] + XZ * e[2, 1]
+        b02 = XX * e[0, 2] + XY * e[1, 2] + XZ * e[2, 2]
+        b10 = XY * e[0, 0] + YY * e[1, 0] + YZ * e[2, 0]
+        b11 = XY * e[0, 1] + YY * e[1, 1] + YZ * e[2, 1]
+        b12 = XY * e[0, 2] + YY * e[1, 2] + YZ * e[2, 2]
+        b20 = XZ * e[0, 0] + YZ * e[1, 0] + ZZ * e[2, 0]
+        b21 = XZ * e[0, 1] + YZ * e[1, 1] + ZZ * e[2, 1]
+        b22 = XZ * e[0, 2] + YZ * e[1, 2] + ZZ * e[2, 2]
+        r00 = e[0, 0] * b00 + e[1, 0] * b10 + e[2, 0] * b20
+        r01 = e[0, 0] * b01 + e[1, 0] * b11 + e[2, 0] * b21
+        r02 = e[0, 0] * b02 + e[1, 0] * b12 + e[2, 0] * b22
+        r11 = e[0, 1] * b01 + e[1, 1] * b11 + e[2, 1] * b21
+        r12 = e[0, 1] * b02 + e[1, 1] * b12 + e[2, 1] * b22
+        r22 = e[0, 2] * b02 + e[1, 2] * b12 + e[2, 2] * b22
+        # R h = Eᵀ h
+        rx = e[0, 0] * hx + e[1, 0] * hy + e[2, 0] * hz
+        ry = e[0, 1] * hx + e[1, 1] * hy + e[2, 1] * hz
+        rz = e[0, 2] * hx + e[1, 2] * hy + e[2, 2] * hz
+        px, py, pz = P[j, 0], P[j, 1], P[j, 2]
+        d = 2.0 * (px * rx + py * ry + pz * rz) + m * (px * px + py * py + pz * pz)
+        i = j - 1
+        C[i, 0] += r00 + d - 2.0 * rx * px - m * px * px
+        C[i, 1] += r01 - rx * py - px * ry - m * px * py
+        C[i, 2] += r02 - rx * pz - px * rz - m * px * pz
+        C[i, 3] += r11 + d - 2.0 * ry * py - m * py * py
+        C[i, 4] += r12 - ry * pz - py * rz - m * py * pz
+        C[i, 5] += r22 + d - 2.0 * rz * pz - m * pz * pz
+        C[i, 6] += rx + m * px
+        C[i, 7] += ry + m * py
+        C[i, 8] += rz + m * pz
+        C[i, 9] += m
+    for j in range(n):
+        ax, ay, az = axis[j, 0], axis[j, 1], axis[j, 2]
+        XX, XY, XZ, YY, YZ, ZZ = C[j, 0], C[j, 1], C[j, 2], C[j, 3], C[j, 4], C[j, 5]
+        hx, hy, hz, m = C[j, 6], C[j, 7], C[j, 8], C[j, 9]
+        # spatial force (n, f) of the composite moved by the unit motion of joint j, frame j
+        if kind[j] == 0:  # w = a, v = 0: n = I a, f = a x h
+            nx = XX * ax + XY * ay + XZ * az
+            ny = XY * ax + YY * ay + YZ * az
+            nz = XZ * ax + YZ * ay + ZZ * az
+            fx = ay * hz - az * hy
+            fy = az * hx - ax * hz
+            fz = ax * hy - ay * hx
+            M[j, j] = ax * nx + ay * ny + az * nz + rotor[j]
+        else:  # w = 0, v = a: n = h x a, f = m a
+            nx = hy * az - hz * ay
+            ny = hz * ax - hx * az
+            nz = hx * ay - hy * ax
+            fx, fy, fz = m * ax, m * ay, m * az
+            M[j, j] = ax * fx + ay * fy + az * fz + rotor[j]
+        for i in range(j, 0, -1):  # carry the force to frame i-1: Eᵀ f, Eᵀ n + p x Eᵀ f
+            e = E[i]
+            px, py, pz = P[i, 0], P[i, 1], P[i, 2]
+            gx = e[0, 0] * fx + e[1, 0] * fy + e[2, 0] * fz
+            gy = e[0, 1] * fx + e[1, 1] * fy + e[2, 1] * fz
+            gz = e[0, 2] * fx + e[1, 2] * fy + e[2, 2] * fz
+            mx = e[0, 0] * nx + e[1, 0] * ny + e[2, 0] * nz + (py * gz - pz * gy)
+            my = e[0, 1] * nx + e[1, 1] * ny + e[2, 1] * nz + (pz * gx - px * gz)
+            mz = e[0, 2] * nx + e[1, 2] * ny + e[2, 2] * nz + (px * gy - py * gx)
+            fx, fy, fz, nx, ny, nz = gx, gy, gz, mx, my, mz
+            k = i - 1
+            if kind[k] == 0:
+                v = axis[k, 0] * nx + axis[k, 1] * ny + axis[k, 2] * nz
+            else:
+                v = axis[k, 0] * fx + axis[k, 1] * fy + axis[k, 2] * fz
+            M[k, j] = v
+            M[j, k] = v
+
+
+@njit(cache=True)
+def _solve(M, x):
+    """Solve M y = x in place (x <- y) by LU with partial pivoting; M is overwritten.
+
+    Returns False if a pivot is exactly zero (M singular), like LAPACK's getrf.
+    """
+    n = x.shape[0]
+    for k in range(n):
+        piv = k
+        big = abs(M[k, k])
+        for i in range(k + 1, n):
+            if abs(M[i, k]) > big:
+                big = abs(M[i, k])
+                piv = i
+        if big == 0.0:
+            return False
+        if piv != k:
+            for c in range(n):
+                t = M[k, c]
+                M[k, c] = M[piv, c]
+                M[piv, c] = t
+            t = x[k]
+            x[k] = x[piv]
+            x[piv] = t
+        inv = 1.0 / M[k, k]
+        for i in range(k + 1, n):
+            f = M[i, k] * inv
+            if f != 0.0:
+                for c in range(k + 1, n):
+                    M[i, c] -= f * M[k, c]
+                x[i] -= f * x[k]
+    for k in range(n - 1, -1, -1):
+        s = x[k]
+        for c in range(k + 1, n):
+            s -= M[k, c] * x[c]
+        x[k] = s / M[k, k]
+    return True
+
+
+# ----------------------------------------------------------------------------- batch drivers
+
+
+@njit(cache=True)
+def _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
+    n = kind.shape[0]
+    E = np.empty((n, 3, 3))
+    P = np.empty((n, 3))
+    _kinematics(kind, axis, R0, p0, q, E, P)
+    C = np.empty((n, 10))
+    _crba(kind, axis, inert, rotor, E, P, M, C)
+    if want_h:
+        W = np.empty((n, 3))
+        DW = np.empty((n, 3))
+        A = np.empty((n, 3))
+        _rnea(kind, axis, inert, g, E, P, qd, np.zeros(n), h, W, DW, A)
+
+
+@njit(cache=True)
+def mass_bias_serial(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
+    """M (N, n, n) and, if ``want_h``, h (N, n) for q, qd (N, n); serial loop."""
+    for s in range(q.shape[0]):
+        _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
+
+
+@njit(cache=True, parallel=True)
+def mass_bias_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
+    """As :func:`mass_bias_serial`, samples spread over threads."""
+    for s in prange(q.shape[0]):
+        _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
+
+
+@njit(cache=True)
+def _rnea_one(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
+    n = kind.shape[0]
+    E = np.empty((n, 3, 3))
+    P = np.empty((n, 3))
+    _kinematics(kind, axis, R0, p0, q, E, P)
+    W = np.empty((n, 3))
+    DW = np.empty((n, 3))
+    A = np.empty((n, 3))
+    _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A)
+
+
+@njit(cache=True)
+def rnea_serial(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
+    """Rigid-body torque tau (N, n) for q, qd, qdd (N, n); serial loop."""
+    for s in range(q.shape[0]):
+        _rnea_one(kind, axis, R0, p0, inert, g, q[s], qd[s], qdd[s], tau[s])
+
+
+@njit(cache=True, parallel=True)
+def rnea_parallel(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
+    """As :func:`rnea_serial`, samples spread over threads."""
+    for s in prange(q.shape[0]):
+        _rnea_one(kind, axis, R0, p0, inert, g, q[s], qd[s], qdd[s], tau[s])
+
+
+@njit(cache=True)
+def _forward_one(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
+    n = kind.shape[0]
+    M = np.empty((n, n))
+    h = np.empty(n)
+    _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, True)
+    for i in range(n):
+        qdd[i] = rhs[i] - h[i]
+    return _solve(M, qdd)
+
+
+@njit(cache=True)
+def forward_serial(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
+    """qdd (N, n) solving M qdd = rhs - h; returns the first sample with a singular M, or -1."""
+    bad = -1
+    for s in range(q.shape[0]):
+        if not _forward_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s]) and bad < 0:
+            bad = s
+    return bad
+
+
+@njit(cache=True, parallel=True)
+def forward_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
+    """As :func:`forward_serial`, samples spread over threads; ``ok`` (N,) bool is written."""
+    for s in prange(q.shape[0]):
+        ok[s] = _forward_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s])
