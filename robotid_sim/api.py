@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from robotid_sim.identification import IdentificationProblem, IdentifiedModel
-from robotid_sim.robot import Robot, load_robot
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from robotid_sim.identification import IdentifiedModel
+    from robotid_sim.robot import Robot
 
 
 def identify(dataset, robot: Robot | str, estimator: str = "wls", **options) -> IdentifiedModel:
@@ -15,7 +18,10 @@ def identify(dataset, robot: Robot | str, estimator: str = "wls", **options) -> 
         estimator: estimator name (``robotid-sim plugins`` lists them).
         **options: the estimator's options; an unknown option raises ConfigError listing valid ones.
     """
+    # imported here, not with the module: ``import robotid_sim`` must stay cheap (see __init__)
+    from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
+    from robotid_sim.robot import Robot, load_robot
 
     if not isinstance(robot, Robot):
         robot = load_robot(robot)

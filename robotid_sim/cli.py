@@ -1,29 +1,60 @@
-"""``robotid-sim`` command line: parses arguments, calls the API, prints. No logic lives here."""
+"""``robotid-sim`` command line: parses arguments, calls the API, prints. No logic lives here.
+
+Start-up is kept short (``robotid-sim --help`` must not wait for the numerical stack): this module imports
+only the standard library and :mod:`robotid_sim.errors`; rich, NumPy and the rest of the package are imported
+by the command that needs them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
 import sys
 from pathlib import Path
-
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from robotid_sim.errors import RobotIdError
 
-# piped output (CI logs, files) gets a wide table instead of rich's 80-column default
-_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-console = Console(width=_WIDTH)
-err_console = Console(stderr=True, width=_WIDTH)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+
+@functools.cache
+def _consoles() -> tuple[Console, Console]:
+    """The stdout and stderr consoles, made on first use (importing rich is not free)."""
+    from rich.console import Console
+
+    # piped output (CI logs, files) gets a wide table instead of rich's 80-column default
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+    return Console(width=width), Console(stderr=True, width=width)
+
+
+def __getattr__(name: str) -> Any:
+    # ``robotid_sim.cli.console`` / ``err_console`` stay available, built on first access
+    if name == "console":
+        return _consoles()[0]
+    if name == "err_console":
+        return _consoles()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _out() -> Console:
+    return _consoles()[0]
+
+
+def _err() -> Console:
+    return _consoles()[1]
 
 
 def _progress() -> Progress:
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
     return Progress(TextColumn("{task.description:<32}"), BarColumn(), TaskProgressColumn(),
-                    TimeRemainingColumn(), console=err_console, transient=False)
+                    TimeRemainingColumn(), console=_err(), transient=False)
 
 
 class _Bars:
@@ -44,12 +75,12 @@ def cmd_run(args) -> int:
     from robotid_sim.scenario import load_run_result, resolve_scenario_path, run_scenario
 
     path = resolve_scenario_path(args.scenario)
-    console.print(f"[bold]scenario[/] {path}")
+    _out().print(f"[bold]scenario[/] {path}")
     with _progress() as progress:
         run_dir = run_scenario(path, out_dir=args.out, progress=_Bars(progress))
-    console.print(rich_comparison_table(load_run_result(run_dir)))
-    console.print(f"[bold green]run folder[/] {run_dir}")
-    console.print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
+    _out().print(rich_comparison_table(load_run_result(run_dir)))
+    _out().print(f"[bold green]run folder[/] {run_dir}")
+    _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
     return 0
 
 
@@ -66,11 +97,13 @@ def cmd_simulate(args) -> int:
         ds = rid.simulate(robot, excitation, duration=args.duration, noise=noise, seed=args.seed, rate_hz=args.rate,
                           progress=lambda done, total: bars("simulate", done, total))
     out = ds.save(args.out)
-    console.print(f"wrote {out} ({ds.n_samples} samples, {ds.n_dof} joints)")
+    _out().print(f"wrote {out} ({ds.n_samples} samples, {ds.n_dof} joints)")
     return 0
 
 
 def cmd_identify(args) -> int:
+    from rich.table import Table
+
     import robotid_sim as rid
 
     options = json.loads(args.options) if args.options else {}
@@ -79,26 +112,41 @@ def cmd_identify(args) -> int:
     table = Table(title=f"{args.estimator} on {args.data}")
     for col in ("parameter", "value", "std"):
         table.add_column(col, justify="right" if col != "parameter" else "left")
-    std = model.std
-    for k, (name, value) in enumerate(zip(model.parameter_names, model.values, strict=True)):
+    names, values, std = model.parameter_table()
+    for k, (name, value) in enumerate(zip(names, values, strict=True)):
         table.add_row(name, f"{value:.6g}", "" if std is None else f"{std[k]:.3g}")
-    console.print(table)
+    _out().print(table)
     if args.out:
-        console.print(f"wrote {model.save(args.out)}")
+        _out().print(f"wrote {model.save(args.out)}")
     return 0
 
 
 def cmd_plugins(args) -> int:
+    from rich.table import Table
+
     from robotid_sim.plugins import list_plugins
 
     table = Table(title="robotid_sim plugins")
     for col in ("plugin", "package", "version", "registers", "status"):
         table.add_column(col)
-    for info in list_plugins():
-        status = "[green]ok[/]" if info.status == "ok" else f"[red]broken[/]: {info.error}"
-        table.add_row(info.name, info.distribution or "", info.version or "", ", ".join(info.registers), status)
-    console.print(table)
+    infos = list_plugins()
+    for info in infos:
+        status = "[green]ok[/]" if info.status == "ok" else "[red]broken[/]"
+        table.add_row(info.name, info.distribution or "", info.version or "", _registers(info.registers), status)
+    _out().print(table)
+    for info in infos:
+        if not info.ok:
+            _out().print(f"[red]broken[/] plugin '{info.name}' ({info.module}): {info.error}", soft_wrap=True)
     return 0
+
+
+def _registers(entries) -> str:
+    """'estimator ols', 'excitation fourier', ... grouped by kind: 'excitation: fourier, hold'."""
+    kinds: dict[str, list[str]] = {}
+    for entry in entries:
+        kind, _, name = entry.rpartition(" ")
+        kinds.setdefault(kind, []).append(name)
+    return "; ".join(f"{kind}: {', '.join(names)}" for kind, names in kinds.items())
 
 
 def cmd_report(args) -> int:
@@ -106,10 +154,10 @@ def cmd_report(args) -> int:
     from robotid_sim.scenario import load_run_result
 
     run_dir = Path(args.run_dir)
-    console.print(rich_comparison_table(load_run_result(run_dir)))
+    _out().print(rich_comparison_table(load_run_result(run_dir)))
     for name in ("report.md", "report.html"):
         if (run_dir / name).exists():
-            console.print(f"  {run_dir / name}")
+            _out().print(f"  {run_dir / name}")
     return 0
 
 
@@ -160,10 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except RobotIdError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        _err().print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
-        err_console.print("[red]interrupted[/]")
+        _err().print("[red]interrupted[/]")
         return 130
 
 

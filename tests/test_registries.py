@@ -124,10 +124,7 @@ def test_no_module_keeps_a_second_table_of_names():
     from robotid_sim.sim import noise
 
     assert not hasattr(noise, "MODELS")
-    # the old name survives only as a read-only view of the plugin registry
-    assert dict(from_config.EXCITATION_BUILDERS) == plugins.excitations()
-    with pytest.raises(TypeError):
-        from_config.EXCITATION_BUILDERS["x"] = my_excitation  # type: ignore[index]
+    assert not hasattr(from_config, "EXCITATION_BUILDERS")
 
 
 def test_bundled_robots_reads_the_robots_registry(my_plugin, myarm_dir):

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg
-import sympy
+
+from robotid_sim.errors import ModelError
+
+if TYPE_CHECKING:
+    import sympy
 
 #: ``regressor(q, qd, qdd, columns=None) -> (N, n, p or len(columns))``
 RegressorFn = Callable[..., np.ndarray]
@@ -39,14 +44,16 @@ class BaseParameters:
         independent: indices (b,) of the kept standard-parameter columns.
         K: (b, p) map, beta = K @ theta; ``Y @ theta == Y[..., independent] @ (K @ theta)``.
         standard_names: names of the p standard parameters.
-        theta: true standard parameters (p,) of the model, for :meth:`true_values`.
+        theta: true standard parameters (p,) of the model, for :meth:`true_values`; None for
+            the reduction of a :class:`~robotid_sim.robot.structure.RobotStructure`, which knows
+            no parameter values.
     """
 
     names: list[str]
     independent: np.ndarray
     K: np.ndarray
     standard_names: list[str]
-    theta: np.ndarray
+    theta: np.ndarray | None
     _regressor: RegressorFn = field(repr=False)
 
     @property
@@ -60,6 +67,8 @@ class BaseParameters:
         Coefficients carry 10 significant digits; :meth:`table` prints them in their shortest
         form (``ZZ1 + 0.1296*M2``).
         """
+        import sympy  # here, not at module level: it takes ~0.3 s and only these expressions use it
+
         symbols = sympy.symbols(self.standard_names)
         out = []
         for row in self.K:
@@ -75,7 +84,13 @@ class BaseParameters:
         return out
 
     def true_values(self) -> np.ndarray:
-        """Base parameters (b,) of the true model: K @ theta."""
+        """Base parameters (b,) of the true model: K @ theta.
+
+        Raises:
+            ModelError: this reduction was made from a robot structure, which has no values.
+        """
+        if self.theta is None:
+            raise ModelError("these base parameters come from a robot structure, which holds no true values")
         return self.K @ self.theta
 
     def regressor(self, q, qd, qdd) -> np.ndarray:
@@ -83,10 +98,13 @@ class BaseParameters:
         return self._regressor(q, qd, qdd, columns=self.independent)
 
     def table(self) -> list[tuple[str, str, float]]:
-        """Rows (name, expression, true value) for reports."""
+        """Rows (name, expression, true value) for reports; the value is NaN without a truth."""
+        import sympy
+
+        values = self.true_values() if self.theta is not None else np.full(self.count, np.nan)
         return [
             (name, sympy.sstr(expr, full_prec=False), float(v))
-            for name, expr, v in zip(self.names, self.expressions, self.true_values(), strict=True)
+            for name, expr, v in zip(self.names, self.expressions, values, strict=True)
         ]
 
 
@@ -104,7 +122,7 @@ def compute_base_parameters(
         regressor: full regressor function (q, qd, qdd) -> (N, n, p).
         sampler: ``sampler(rng, N) -> (q, qd, qdd)`` random states inside the joint limits.
         names: the p standard parameter names.
-        theta: true standard parameters (p,).
+        theta: true standard parameters (p,), or None when unknown.
         n_samples: random samples stacked (each gives n rows).
         seed: seed of the random samples; the result does not depend on it.
     """
@@ -142,6 +160,6 @@ def compute_base_parameters(
         independent=independent,
         K=K,
         standard_names=list(names),
-        theta=np.asarray(theta, float),
+        theta=None if theta is None else np.asarray(theta, float),
         _regressor=regressor,
     )

@@ -199,36 +199,6 @@ def build_sequence(cfg: dict, robot) -> Excitation:
     return Concatenation(parts, tuple(labels) if labels is not None else ())
 
 
-class _RegistryView(Mapping):
-    """Read-only, live view of the excitation registry (:func:`robotid_sim.plugins.excitations`).
-
-    Kept only so that ``EXCITATION_BUILDERS`` still imports; it is not a registry of its own.
-    Use :func:`robotid_sim.plugins.get_excitation` / ``excitations()``, and register new types
-    with the ``register_excitations`` hook.
-    """
-
-    def _data(self) -> dict[str, Builder]:
-        from robotid_sim.plugins import excitations
-
-        return excitations()
-
-    def __getitem__(self, key: str) -> Builder:
-        return self._data()[key]
-
-    def __iter__(self):
-        return iter(self._data())
-
-    def __len__(self) -> int:
-        return len(self._data())
-
-    def __repr__(self) -> str:
-        return f"<excitation registry view: {', '.join(self._data())}>"
-
-
-#: deprecated: a read-only view of the plugin registry (see :class:`_RegistryView`)
-EXCITATION_BUILDERS: Mapping[str, Builder] = _RegistryView()
-
-
 def excitation_from_config(mapping: Mapping[str, Any], robot=None) -> Excitation:
     """Build an excitation from a YAML-style mapping (see the module docstring for the keys).
 

@@ -2,25 +2,30 @@
 
 Every function takes plain data and a path, writes one PNG and returns the path. Figures are built with
 :class:`matplotlib.figure.Figure` directly, never through ``pyplot``, so nothing touches matplotlib's
-global state or needs a display, and nothing has to be closed.
+global state or needs a display, and nothing has to be closed; PNGs are rendered by the Agg canvas.
+matplotlib is imported by the functions that draw, not with this module, so importing the report costs
+nothing until a figure is made.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from robotid_sim.report.result import EstimatorOutcome, StudyResult
 from robotid_sim.report.tables import per_joint_rms
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.colors import Colormap
+    from matplotlib.figure import Figure
+
 DPI = 110
-_PALETTE = colormaps["tab10"].colors
 _MEASURED = "0.55"
 _TRUTH = "black"
 
@@ -34,10 +39,25 @@ def estimator_colors(names: Sequence[str]) -> dict[str, tuple[float, ...]]:
     Returns:
         Name to RGB colour.
     """
-    return {name: _PALETTE[k % len(_PALETTE)] for k, name in enumerate(names)}
+    palette = _palette()
+    return {name: palette[k % len(palette)] for k, name in enumerate(names)}
+
+
+def _colormap(name: str) -> Colormap:
+    from matplotlib import colormaps
+
+    return colormaps[name]
+
+
+@functools.cache
+def _palette() -> tuple[tuple[float, ...], ...]:
+    """The qualitative palette (matplotlib's ``tab10``) shared by every figure."""
+    return tuple(_colormap("tab10").colors)
 
 
 def _figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
     return Figure(figsize=(width, height), layout="constrained")
 
 
@@ -282,11 +302,11 @@ def plot_parameter_convergence(outcome: EstimatorOutcome, path: str | Path, xlab
         ax, ax_err = fig.subplots(2, 1, sharex=True, height_ratios=[1.6, 1.0])
     else:
         ax, ax_err = fig.subplots(), None
-    cmap = colormaps["viridis"]
+    cmap = _colormap("viridis")
     few = b <= 10
     for k in range(b):
         label = outcome.parameter_names[k] if few and k < len(outcome.parameter_names) else None
-        color = _PALETTE[k] if few else cmap(k / max(1, b - 1))
+        color = _palette()[k] if few else cmap(k / max(1, b - 1))
         ax.plot(t, normalised[:, k], lw=0.9 if few else 0.6, alpha=0.85 if few else 0.55, color=color, label=label)
     ax.axhline(1.0, color=_TRUTH, ls="--", lw=1.0, label="true" if truth is not None else "final")
     finite = normalised[np.isfinite(normalised)]
@@ -425,7 +445,7 @@ def plot_sparsity(names: Sequence[str], coefficients: np.ndarray, path: str | Pa
         with np.errstate(divide="ignore"):
             logs = np.log10(magnitude)
         image = np.ma.masked_where(magnitude < threshold, logs)
-        cmap = colormaps["viridis"].with_extremes(bad="0.95")
+        cmap = _colormap("viridis").with_extremes(bad="0.95")
         low = math.log10(threshold)
         high = float(image.max()) if image.count() else low + 1
         mesh = ax.imshow(image, aspect="auto", cmap=cmap, vmin=low, vmax=max(high, low + 1e-9),

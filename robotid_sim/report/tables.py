@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.table import Table
-from rich.text import Text
 
 from robotid_sim.report.result import EstimatorOutcome, StudyResult
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 MISSING = "—"
 
@@ -245,6 +247,9 @@ def rich_comparison_table(result: StudyResult) -> Table:
     Returns:
         A :class:`rich.table.Table` with one row per estimator; the caller prints it.
     """
+    from rich.table import Table  # only the terminal needs rich; the Markdown and HTML reports do not
+    from rich.text import Text
+
     headers, rows = comparison_rows(result)
     # Text objects throughout: names and headers such as "fit time [s]" must not be read as rich markup.
     table = Table(title=Text(f"{result.title} ({result.robot_name})"), caption="best value per column in bold green")

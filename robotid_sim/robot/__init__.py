@@ -9,30 +9,25 @@ from robotid_sim.robot.dh import DHRow, DHTable, dh_to_urdf, write_dh_urdf
 from robotid_sim.robot.model import Robot, robot_from_urdf
 
 __all__ = [
-    "DHRow", "DHTable", "Robot", "bundled_robot_dir", "bundled_robots", "dh_to_urdf",
+    "DHRow", "DHTable", "Robot", "bundled_robots", "dh_to_urdf",
     "load_robot", "robot_from_urdf", "write_dh_urdf",
 ]
 
 
-def bundled_robot_dir() -> Path:
-    """Directory holding the bundled robots (``robots/<name>/robot.urdf`` + ``robot.yaml``)."""
-    import robotid_sim_robots
-
-    return Path(robotid_sim_robots.__file__).parent
-
-
 def bundled_robots() -> dict[str, Path]:
-    """Every robot directory known: bundled ones and those added by robot plugins."""
-    dirs = {p.name: p for p in sorted(bundled_robot_dir().iterdir()) if (p / "robot.urdf").is_file()}
-    try:
-        from robotid_sim.plugins import plugin_robot_dirs
-    except ImportError:
-        return dirs
-    return {**dirs, **plugin_robot_dirs()}
+    """Every robot directory known, by name, from the robots registry.
+
+    The bundled robots (registered by the built-in plugin ``core``) come first, then those of
+    robot plugins (``register_robots`` hook); the first registration of a name wins, so a
+    plugin cannot replace a bundled robot (see :func:`robotid_sim.plugins.robots`).
+    """
+    from robotid_sim.plugins import robots
+
+    return robots()
 
 
 def load_robot(name_or_path: str | Path, sidecar: str | Path | None = None) -> Robot:
-    """Load a bundled robot by name, or any fixed-base serial URDF by path.
+    """Load a registered robot by name (bundled or from a plugin), or any fixed-base serial URDF by path.
 
     For a path, the sidecar is ``sidecar`` if given, else ``<urdf stem>.yaml`` or
     ``robot.yaml`` next to the URDF if present, else none (no friction, no rotor inertia).

@@ -1,15 +1,49 @@
-"""Scenarios: YAML schema and the runner that turns one into a run folder."""
+"""Scenarios: YAML schema and the runner that turns one into a run folder.
 
-from robotid_sim.scenario.results import load_run_result
-from robotid_sim.scenario.runner import (
-    DEFAULT_SCENARIO,
-    bundled_scenarios,
-    resolve_scenario_path,
-    run_scenario,
-)
-from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
+The names below are imported on first access (PEP 562): reading a scenario (:func:`load_scenario`) does
+not load the runner, the estimators, the simulator or the report.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY_ATTRIBUTES: dict[str, str] = {
+    "load_run_result": "robotid_sim.scenario.results",
+    "DEFAULT_SCENARIO": "robotid_sim.scenario.runner",
+    "bundled_scenarios": "robotid_sim.scenario.runner",
+    "resolve_scenario_path": "robotid_sim.scenario.runner",
+    "run_scenario": "robotid_sim.scenario.runner",
+    "Scenario": "robotid_sim.scenario.schema",
+    "load_scenario": "robotid_sim.scenario.schema",
+    "parse_scenario": "robotid_sim.scenario.schema",
+}
+
+if TYPE_CHECKING:
+    from robotid_sim.scenario.results import load_run_result
+    from robotid_sim.scenario.runner import (
+        DEFAULT_SCENARIO,
+        bundled_scenarios,
+        resolve_scenario_path,
+        run_scenario,
+    )
+    from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
 
 __all__ = [
     "DEFAULT_SCENARIO", "Scenario", "bundled_scenarios", "load_run_result", "load_scenario", "parse_scenario",
     "resolve_scenario_path", "run_scenario",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_ATTRIBUTES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_ATTRIBUTES})

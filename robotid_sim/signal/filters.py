@@ -13,7 +13,6 @@ import logging
 import numbers
 
 import numpy as np
-import scipy.signal
 
 from robotid_sim.errors import ConfigError, DataError
 
@@ -115,6 +114,8 @@ def butterworth_filtfilt(
         raise ConfigError(
             f"cutoff {cutoff} Hz must be below the Nyquist frequency fs/2 = {fs / 2.0} Hz"
         )
+    import scipy.signal  # here, not at module level: it takes ~0.5 s to import
+
     sos = scipy.signal.butter(order, cutoff, btype="low", fs=fs, output="sos")
     # sosfiltfilt pads each end by 3 * (2 * n_sections + 1) - ... samples; it needs more than that
     padlen = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
@@ -197,6 +198,8 @@ def savgol(
         )
     if deriv > polyorder:
         raise ConfigError(f"'deriv' ({deriv}) must not exceed 'polyorder' ({polyorder})")
+    import scipy.signal
+
     arr = as_time_series(x, "x", axis, min_samples=window)
     return scipy.signal.savgol_filter(
         arr, window, polyorder, deriv=deriv, delta=dt, axis=axis, mode="interp"
@@ -257,6 +260,8 @@ def decimate(x, factor: int, axis: int = 0) -> np.ndarray:
     head = 2.0 * moved[0] - moved[pad:0:-1]  # odd reflection about the first sample
     tail = 2.0 * moved[-1] - moved[-2 : -pad - 2 : -1]  # ... and about the last
     padded = np.concatenate([head, moved, tail], axis=0)
+    import scipy.signal
+
     taps = scipy.signal.firwin(2 * half + 1, 1.0 / factor, window="hamming")
     out = scipy.signal.resample_poly(padded, 1, factor, axis=0, window=taps)
     first = pad // factor

@@ -41,7 +41,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.signal
 from numpy.polynomial import legendre
 
 from robotid_sim.errors import ConfigError, DataError
@@ -222,6 +221,8 @@ def _tricube(u: np.ndarray) -> np.ndarray:
 
 def _window_sums_uniform(Y: np.ndarray, dt: float, h: float) -> tuple[np.ndarray, ...]:
     """Weighted sums S0, S1, S2 (N,) and T0, T1 (N, n) on a uniform grid, as convolutions."""
+    import scipy.signal  # here, not at module level: it takes ~0.5 s to import
+
     m = Y.shape[0]
     half = min(int(np.floor(h / dt)), m - 1)
     d = dt * np.arange(-half, half + 1)
