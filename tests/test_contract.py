@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +14,18 @@ from robotid_sim.errors import ConfigError
 from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions, EstimatorSpec
 from robotid_sim.testing import EstimatorCheckError, check_estimator, parametrize_with_checks
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples" / "plugin_template"))
-from robotid_sim_myestimator import RidgeEstimator  # noqa: E402
 
+def _template_estimator():
+    """The plugin template's RidgeEstimator, loaded from its file under a private module name (so
+    that the pip-install test of the template still imports its own installed copy)."""
+    path = Path(__file__).parents[1] / "examples" / "plugin_template" / "robotid_sim_myestimator" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("_contract_ridge_template", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RidgeEstimator
+
+
+RidgeEstimator = _template_estimator()
 BUILTIN = [plugins.get_estimator(name) for name in ("ols", "wls", "irls")]
 
 
