@@ -18,8 +18,13 @@ import numpy as np
 import robotid_sim as rid
 from robotid_sim.sim.simulate import resolve_noise
 
-NOISE = {"q": {"snr_db": 80}, "qd": {"snr_db": 60}, "qdd": {"snr_db": 45}, "tau": {"std": [1.0, 0.02, 0.01]},
-         "outliers": {"fraction": 0.02, "magnitude": [20.0, 0.4, 0.2], "signal": "tau"}}
+NOISE = {
+    "q": {"snr_db": 80},
+    "qd": {"snr_db": 60},
+    "qdd": {"snr_db": 45},
+    "tau": {"std": [1.0, 0.02, 0.01]},
+    "outliers": {"fraction": 0.02, "magnitude": [20.0, 0.4, 0.2], "signal": "tau"},
+}
 
 
 def main() -> None:

@@ -34,22 +34,32 @@ def main() -> None:
 
     robot = rid.load_robot(args.robot)
     began = time.perf_counter()
-    result = optimize_fourier(robot, harmonics=args.harmonics, base_frequency=args.frequency,
-                              seed=args.seed, maxiter=args.maxiter, popsize=args.popsize,
-                              sample_rate_hz=args.rate)
+    result = optimize_fourier(
+        robot,
+        harmonics=args.harmonics,
+        base_frequency=args.frequency,
+        seed=args.seed,
+        maxiter=args.maxiter,
+        popsize=args.popsize,
+        sample_rate_hz=args.rate,
+    )
     elapsed = time.perf_counter() - began
     result.excitation.check_limits(robot)
     dense = condition_number(robot, result.excitation, sample_rate_hz=50.0)
     start_dense = condition_number(robot, result.start_excitation, sample_rate_hz=50.0)
     n_unknowns = robot.n_dof * (2 * args.harmonics - 1)
     print(f"robot {robot.name}: {robot.n_dof} joints, {robot.base_parameters().count} base parameters")
-    print(f"Fourier: {args.harmonics} harmonics, f = {args.frequency} Hz "
-          f"(period {1 / args.frequency:g} s); {n_unknowns} unknowns, "
-          f"population {args.popsize * n_unknowns}, {args.rate:g} Hz regressor samples")
+    print(
+        f"Fourier: {args.harmonics} harmonics, f = {args.frequency} Hz "
+        f"(period {1 / args.frequency:g} s); {n_unknowns} unknowns, "
+        f"population {args.popsize * n_unknowns}, {args.rate:g} Hz regressor samples"
+    )
     print(f"cond start  {result.start_condition:10.2f}   (at 50 Hz: {start_dense:.2f})")
     print(f"cond final  {result.final_condition:10.2f}   (at 50 Hz: {dense:.2f})")
-    print(f"generations {result.n_generations}, evaluations {result.n_evaluations}, "
-          f"time {elapsed:.1f} s ({result.message})")
+    print(
+        f"generations {result.n_generations}, evaluations {result.n_evaluations}, "
+        f"time {elapsed:.1f} s ({result.message})"
+    )
     print("best cond per generation:", " ".join(f"{h:.1f}" for h in result.history))
     if args.plot:
         import matplotlib

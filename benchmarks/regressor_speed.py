@@ -41,8 +41,10 @@ def main() -> None:
     ours = median_time(lambda: robot.regressor(q, qd, qdd), args.repeats)
     base = robot.base_parameters()
     ours_base = median_time(lambda: base.regressor(q, qd, qdd), args.repeats)
-    print(f"hyper9, N = {N}: robotid_sim regressor      {ours / N * 1e6:7.2f} µs/sample "
-          f"({ours * 1e3:.0f} ms per batch, output {N}x{robot.n_dof}x{robot.n_parameters})")
+    print(
+        f"hyper9, N = {N}: robotid_sim regressor      {ours / N * 1e6:7.2f} µs/sample "
+        f"({ours * 1e3:.0f} ms per batch, output {N}x{robot.n_dof}x{robot.n_parameters})"
+    )
     print(f"hyper9, N = {N}: robotid_sim base regressor {ours_base / N * 1e6:7.2f} µs/sample")
 
     try:
@@ -66,8 +68,9 @@ def main() -> None:
         import pybullet as p
 
         cid = p.connect(p.DIRECT)
-        body = p.loadURDF(str(robot.urdf_path), useFixedBase=True,
-                          flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=cid)
+        body = p.loadURDF(
+            str(robot.urdf_path), useFixedBase=True, flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=cid
+        )
         n_ref = min(N, 5000)
         ql, qdl, qddl = q.tolist(), qd.tolist(), qdd.tolist()
 

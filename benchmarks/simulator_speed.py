@@ -67,10 +67,14 @@ def main() -> None:
         full.append(ours(robot, excitation, args.seconds))
     raw_s, full_s = statistics.median(raw), statistics.median(full)
     print(f"hyper9, {args.seconds:g} s simulated at 1 kHz ({steps} steps), medians of {args.repeats}:")
-    print(f"  raw PyBullet stepping : {raw_s:7.2f} s wall, real-time factor {args.seconds / raw_s:6.1f}x, "
-          f"{raw_s / steps * 1e6:6.1f} µs/step")
-    print(f"  robotid_sim tracking  : {full_s:7.2f} s wall, real-time factor {args.seconds / full_s:6.1f}x, "
-          f"{full_s / steps * 1e6:6.1f} µs/step")
+    print(
+        f"  raw PyBullet stepping : {raw_s:7.2f} s wall, real-time factor {args.seconds / raw_s:6.1f}x, "
+        f"{raw_s / steps * 1e6:6.1f} µs/step"
+    )
+    print(
+        f"  robotid_sim tracking  : {full_s:7.2f} s wall, real-time factor {args.seconds / full_s:6.1f}x, "
+        f"{full_s / steps * 1e6:6.1f} µs/step"
+    )
     print(f"  speed relative to raw PyBullet: {raw_s / full_s:.2f} (goal >= 0.5)")
 
 

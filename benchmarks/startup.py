@@ -45,8 +45,26 @@ STAGES = {
     "robotid_sim.scenario.runner (run_scenario)": "robotid_sim.scenario.runner",
 }
 #: third-party imports worth naming when they appear in a stage
-HEAVY = ("numpy", "scipy", "scipy.linalg", "scipy.io", "scipy.optimize", "scipy.signal", "scipy.stats", "sympy",
-         "pydantic", "yaml", "pybullet", "matplotlib", "torch", "cvxpy", "sklearn", "numba", "gymnasium", "rich")
+HEAVY = (
+    "numpy",
+    "scipy",
+    "scipy.linalg",
+    "scipy.io",
+    "scipy.optimize",
+    "scipy.signal",
+    "scipy.stats",
+    "sympy",
+    "pydantic",
+    "yaml",
+    "pybullet",
+    "matplotlib",
+    "torch",
+    "cvxpy",
+    "sklearn",
+    "numba",
+    "gymnasium",
+    "rich",
+)
 
 
 def _env(src: Path | None) -> dict[str, str]:
@@ -118,8 +136,11 @@ def stages(runs: int, src: Path | None) -> dict[str, dict]:
             reports.append(importtime(err))
         reports = reports[1:]
         total = statistics.median(r[module][0] for r in reports)
-        inside = {name: statistics.median(r[name][0] for r in reports if name in r)
-                  for name in HEAVY if all(name in r for r in reports)}
+        inside = {
+            name: statistics.median(r[name][0] for r in reports if name in r)
+            for name in HEAVY
+            if all(name in r for r in reports)
+        }
         out[label] = {"module": module, "importtime_s": total, "third_party_s": inside}
     return out
 
@@ -138,16 +159,25 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"python {sys.version.split()[0]}, medians of {args.runs} fresh processes"
-          + (f", source {args.src}" if args.src else ""))
-    print(f"  import robotid_sim   importtime {figures['import_robotid_sim_importtime_s'] * 1e3:8.1f} ms   "
-          f"(python -X importtime -c 'import robotid_sim', cumulative of the robotid_sim line)")
-    print(f"  import robotid_sim   wall       {figures['import_robotid_sim_wall_s'] * 1e3:8.1f} ms   "
-          f"(python -c pass: {figures['python_pass_wall_s'] * 1e3:.1f} ms)")
+    print(
+        f"python {sys.version.split()[0]}, medians of {args.runs} fresh processes"
+        + (f", source {args.src}" if args.src else "")
+    )
+    print(
+        f"  import robotid_sim   importtime {figures['import_robotid_sim_importtime_s'] * 1e3:8.1f} ms   "
+        f"(python -X importtime -c 'import robotid_sim', cumulative of the robotid_sim line)"
+    )
+    print(
+        f"  import robotid_sim   wall       {figures['import_robotid_sim_wall_s'] * 1e3:8.1f} ms   "
+        f"(python -c pass: {figures['python_pass_wall_s'] * 1e3:.1f} ms)"
+    )
     print(f"  {figures['cli_help_command']:<20} wall       {figures['cli_help_wall_s'] * 1e3:8.1f} ms")
     for label, stage in figures.get("stages", {}).items():
-        inside = ", ".join(f"{name} {t * 1e3:.0f}" for name, t in sorted(stage["third_party_s"].items(),
-                                                                          key=lambda kv: -kv[1]) if t >= 0.005)
+        inside = ", ".join(
+            f"{name} {t * 1e3:.0f}"
+            for name, t in sorted(stage["third_party_s"].items(), key=lambda kv: -kv[1])
+            if t >= 0.005
+        )
         print(f"  then import {label:<52} {stage['importtime_s'] * 1e3:8.1f} ms   [{inside}]")
 
 

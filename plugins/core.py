@@ -24,8 +24,14 @@ from robotid_sim.hookspecs import hookimpl
 
 #: built-in excitation types; each is built by ``robotid_sim.excitation.from_config.build_<type>``
 EXCITATION_TYPES: tuple[str, ...] = (
-    "fourier", "sequential_sine", "single_joint_sine", "polynomial", "stepwise", "constant_velocity",
-    "hold", "sequence",
+    "fourier",
+    "sequential_sine",
+    "single_joint_sine",
+    "polynomial",
+    "stepwise",
+    "constant_velocity",
+    "hold",
+    "sequence",
 )
 
 #: built-in noise models: ``type`` name -> class name in :mod:`robotid_sim.sim.noise`

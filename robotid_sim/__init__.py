@@ -49,10 +49,21 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
 }
 
 #: sub-modules reachable as attributes (``robotid_sim.plugins``) without an explicit import
-_LAZY_SUBMODULES = frozenset({
-    "api", "cli", "dynamics", "excitation", "identification", "plugins", "report", "robot", "scenario",
-    "signal", "sim",
-})
+_LAZY_SUBMODULES = frozenset(
+    {
+        "api",
+        "cli",
+        "dynamics",
+        "excitation",
+        "identification",
+        "plugins",
+        "report",
+        "robot",
+        "scenario",
+        "signal",
+        "sim",
+    }
+)
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; nothing is imported at run time
     from robotid_sim.api import identify
@@ -62,10 +73,29 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; nothing is imported at
     from robotid_sim.sim import Dataset, PyBulletSimulator, Signals, load_dataset, simulate
 
 __all__ = [
-    "ConfigError", "DataError", "Dataset", "Estimator", "IdentificationError", "IdentificationProblem",
-    "IdentifiedModel", "ModelError", "PluginError", "PyBulletSimulator", "Robot", "RobotIdError", "Signals",
-    "bundled_robots", "dh_to_urdf", "hookimpl", "identify", "load_dataset", "load_model", "load_robot",
-    "load_scenario", "run_scenario", "simulate",
+    "ConfigError",
+    "DataError",
+    "Dataset",
+    "Estimator",
+    "IdentificationError",
+    "IdentificationProblem",
+    "IdentifiedModel",
+    "ModelError",
+    "PluginError",
+    "PyBulletSimulator",
+    "Robot",
+    "RobotIdError",
+    "Signals",
+    "bundled_robots",
+    "dh_to_urdf",
+    "hookimpl",
+    "identify",
+    "load_dataset",
+    "load_model",
+    "load_robot",
+    "load_scenario",
+    "run_scenario",
+    "simulate",
 ]
 
 

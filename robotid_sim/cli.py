@@ -53,8 +53,14 @@ def _err() -> Console:
 def _progress() -> Progress:
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("{task.description:<32}"), BarColumn(), TaskProgressColumn(),
-                    TimeRemainingColumn(), console=_err(), transient=False)
+    return Progress(
+        TextColumn("{task.description:<32}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeRemainingColumn(),
+        console=_err(),
+        transient=False,
+    )
 
 
 class _Bars:
@@ -94,8 +100,15 @@ def cmd_simulate(args) -> int:
     noise = yaml.safe_load(Path(args.noise).read_text()) if args.noise else None
     with _progress() as progress:
         bars = _Bars(progress)
-        ds = rid.simulate(robot, excitation, duration=args.duration, noise=noise, seed=args.seed, rate_hz=args.rate,
-                          progress=lambda done, total: bars("simulate", done, total))
+        ds = rid.simulate(
+            robot,
+            excitation,
+            duration=args.duration,
+            noise=noise,
+            seed=args.seed,
+            rate_hz=args.rate,
+            progress=lambda done, total: bars("simulate", done, total),
+        )
     out = ds.save(args.out)
     _out().print(f"wrote {out} ({ds.n_samples} samples, {ds.n_dof} joints)")
     return 0
@@ -187,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help=".npz, .csv or .mat dataset")
     p.add_argument("--robot", required=True, help="bundled robot name or URDF path")
     p.add_argument("--estimator", default="wls")
-    p.add_argument("--options", help='estimator options as JSON, e.g. \'{"threshold": 8}\'')
+    p.add_argument("--options", help="estimator options as JSON, e.g. '{\"threshold\": 8}'")
     p.add_argument("--out", help="save the model as JSON here")
     p.set_defaults(func=cmd_identify)
 

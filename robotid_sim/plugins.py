@@ -240,8 +240,9 @@ def _installed_entry_points() -> list[importlib.metadata.EntryPoint]:
     try:
         return list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
     except Exception as exc:  # a broken dist-info somewhere on sys.path
-        logger.warning("could not read '%s' entry points (%s); loading built-in plugins only",
-                       ENTRY_POINT_GROUP, _error_text(exc))
+        logger.warning(
+            "could not read '%s' entry points (%s); loading built-in plugins only", ENTRY_POINT_GROUP, _error_text(exc)
+        )
         return []
 
 
@@ -257,18 +258,24 @@ def _load_plugins(state: _State) -> None:
         for ep in declared:
             _register_entry_point(state, ep, builtin=True)
         if not declared:
-            logger.debug("no entry point for built-in plugin %s (stale metadata?); importing it directly",
-                         module_name)
-            origin = PluginInfo(name=module_name.rsplit(".", 1)[-1], distribution=DISTRIBUTION_NAME,
-                                version=_own_version(), module=module_name, source=SOURCE_FALLBACK,
-                                builtin=True)
+            logger.debug("no entry point for built-in plugin %s (stale metadata?); importing it directly", module_name)
+            origin = PluginInfo(
+                name=module_name.rsplit(".", 1)[-1],
+                distribution=DISTRIBUTION_NAME,
+                version=_own_version(),
+                module=module_name,
+                source=SOURCE_FALLBACK,
+                builtin=True,
+            )
             _register(state, lambda m=module_name: importlib.import_module(m), origin)
     for ep in sorted((ep for ep in builtin if ep.module not in DEFAULT_PLUGINS), key=lambda ep: ep.name):
         _register_entry_point(state, ep, builtin=True)
 
     allowed = selected_plugins()
-    seen = {_normalise(name) for name in [DISTRIBUTION_NAME, *(ep.name for ep in builtin),
-                                          *(m.rsplit(".", 1)[-1] for m in DEFAULT_PLUGINS)]}
+    seen = {
+        _normalise(name)
+        for name in [DISTRIBUTION_NAME, *(ep.name for ep in builtin), *(m.rsplit(".", 1)[-1] for m in DEFAULT_PLUGINS)]
+    }
     for ep in sorted(external, key=lambda e: (_normalise(_distribution_of(e)[0] or ""), e.name)):
         dist_name, _ = _distribution_of(ep)
         keys = {_normalise(ep.name)} | ({_normalise(dist_name)} if dist_name else set())
@@ -279,15 +286,24 @@ def _load_plugins(state: _State) -> None:
         _register_entry_point(state, ep, builtin=False)
     if allowed:
         for name in sorted(allowed - seen):
-            logger.warning("%s names '%s', but no installed plugin has that entry-point or distribution name",
-                           PLUGINS_ENV_VAR, name)
+            logger.warning(
+                "%s names '%s', but no installed plugin has that entry-point or distribution name",
+                PLUGINS_ENV_VAR,
+                name,
+            )
     _check_pending(state)
 
 
 def _register_entry_point(state: _State, ep: importlib.metadata.EntryPoint, builtin: bool) -> None:
     dist_name, version = _distribution_of(ep)
-    origin = PluginInfo(name=ep.name, distribution=dist_name, version=version, module=ep.module,
-                        source=SOURCE_ENTRY_POINT, builtin=builtin)
+    origin = PluginInfo(
+        name=ep.name,
+        distribution=dist_name,
+        version=version,
+        module=ep.module,
+        source=SOURCE_ENTRY_POINT,
+        builtin=builtin,
+    )
     _register(state, ep.load, origin)
 
 
@@ -318,8 +334,9 @@ def _register(state: _State, load: Callable[[], Any], origin: PluginInfo) -> Non
     except Exception as exc:  # pluggy.PluginValidationError: a hookimpl with unknown arguments
         fail(_error_text(exc))
         return
-    state.origins[origin.name] = _with(origin, path=getattr(plugin, "__file__", None),
-                                       module=getattr(plugin, "__name__", None) or origin.module)
+    state.origins[origin.name] = _with(
+        origin, path=getattr(plugin, "__file__", None), module=getattr(plugin, "__name__", None) or origin.module
+    )
     logger.debug("registered plugin '%s' from %s", origin.name, origin.source)
 
 
@@ -344,8 +361,12 @@ def _check_pending(state: _State) -> None:
             continue
         for impl in caller.get_hookimpls():
             if not impl.optionalhook:
-                _set_problem(state, impl.plugin_name, f"hook {name}",
-                             f"PluginValidationError: '{name}' is not a robotid_sim hook; known hooks: {known}")
+                _set_problem(
+                    state,
+                    impl.plugin_name,
+                    f"hook {name}",
+                    f"PluginValidationError: '{name}' is not a robotid_sim hook; known hooks: {known}",
+                )
 
 
 def _set_problem(state: _State, plugin_name: str, where: str, error: str | None) -> None:
@@ -440,8 +461,10 @@ def _check_model_kind(name: str, obj: Any) -> type:
 
     _require_subclass(obj, IdentifiedModel, "robotid_sim.identification.IdentifiedModel")
     if getattr(obj, "kind", None) != name:
-        raise _Invalid(f"a subclass of robotid_sim.identification.IdentifiedModel with kind = '{name}' "
-                       f"(got kind = {getattr(obj, 'kind', None)!r})")
+        raise _Invalid(
+            f"a subclass of robotid_sim.identification.IdentifiedModel with kind = '{name}' "
+            f"(got kind = {getattr(obj, 'kind', None)!r})"
+        )
     return obj
 
 
@@ -476,8 +499,9 @@ def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
     state = _get_state()
     kind, check = _HOOKS[hook_name]
     order = {id(plugin): k for k, (_, plugin) in enumerate(state.pm.list_name_plugin())}
-    impls = sorted(getattr(state.pm.hook, hook_name).get_hookimpls(),
-                   key=lambda impl: order.get(id(impl.plugin), len(order)))
+    impls = sorted(
+        getattr(state.pm.hook, hook_name).get_hookimpls(), key=lambda impl: order.get(id(impl.plugin), len(order))
+    )
     found: dict[str, tuple[Any, str]] = {}
     rejected: dict[str, str] = {}
     for impl in impls:
@@ -499,22 +523,28 @@ def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
         errors = []
         for name, obj in entries:
             if not isinstance(name, str) or not name.strip():
-                errors.append(f"PluginError: plugin '{plugin}' registers a {kind} named {name!r}; "
-                              "expected a non-empty string as its name")
+                errors.append(
+                    f"PluginError: plugin '{plugin}' registers a {kind} named {name!r}; "
+                    "expected a non-empty string as its name"
+                )
                 continue
             try:
                 value = check(name, obj)
             except _Invalid as exc:
-                error = (f"PluginError: plugin '{plugin}' registers {kind} '{name}' as {_describe_value(obj)}; "
-                         f"expected {exc}")
+                error = (
+                    f"PluginError: plugin '{plugin}' registers {kind} '{name}' as {_describe_value(obj)}; "
+                    f"expected {exc}"
+                )
                 errors.append(error)
                 rejected.setdefault(name, error)
                 continue
             if name in found:
                 owner = found[name][1]
-                errors.append(f"PluginError: {kind} '{name}' is already registered by plugin '{owner}'; "
-                              f"plugin '{plugin}' cannot register it again (the first registration wins: "
-                              "rename it)")
+                errors.append(
+                    f"PluginError: {kind} '{name}' is already registered by plugin '{owner}'; "
+                    f"plugin '{plugin}' cannot register it again (the first registration wins: "
+                    "rename it)"
+                )
                 continue
             found[name] = (value, plugin)
         _set_problem(state, plugin, hook_name, "; ".join(errors) or None)
@@ -568,8 +598,9 @@ def _lookup(hook_name: str, name: str) -> Any:
     refused = rejected(hook_name).get(name)
     if refused is not None:
         raise PluginError(f"{kind} '{name}' cannot be used: {refused.removeprefix('PluginError: ')}")
-    raise PluginError(f"unknown {kind} '{name}'; known: {', '.join(registry) or '(none)'}"
-                      f"{unknown_name_hint(name, registry)}")
+    raise PluginError(
+        f"unknown {kind} '{name}'; known: {', '.join(registry) or '(none)'}{unknown_name_hint(name, registry)}"
+    )
 
 
 def rejected(hook_name: str) -> dict[str, str]:
@@ -666,11 +697,20 @@ def list_plugins() -> list[PluginInfo]:
     infos = []
     for name, plugin in state.pm.list_name_plugin():
         origin = state.origins.get(name) or PluginInfo(
-            name=name, module=_describe(plugin), path=getattr(plugin, "__file__", None))
+            name=name, module=_describe(plugin), path=getattr(plugin, "__file__", None)
+        )
         errors = [error for (owner, _), error in state.problems.items() if owner == name]
         hooks = tuple(sorted(caller.name for caller in state.pm.get_hookcallers(plugin) or ()))
-        infos.append(_with(origin, name=name, hooks=hooks, registers=tuple(contributed.get(name, ())),
-                           status="broken" if errors else "ok", error="; ".join(errors) or None))
+        infos.append(
+            _with(
+                origin,
+                name=name,
+                hooks=hooks,
+                registers=tuple(contributed.get(name, ())),
+                status="broken" if errors else "ok",
+                error="; ".join(errors) or None,
+            )
+        )
     return infos + list(state.load_failures)
 
 

@@ -13,7 +13,9 @@ class PyBulletReference:
         self.client = p.connect(p.DIRECT)
         p.setGravity(*gravity, physicsClientId=self.client)
         self.body = p.loadURDF(
-            str(urdf_path), useFixedBase=True, flags=p.URDF_USE_INERTIA_FROM_FILE,
+            str(urdf_path),
+            useFixedBase=True,
+            flags=p.URDF_USE_INERTIA_FROM_FILE,
             physicsClientId=self.client,
         )
         nj = p.getNumJoints(self.body, physicsClientId=self.client)
@@ -23,21 +25,26 @@ class PyBulletReference:
         if joint_names is not None:
             assert names == list(joint_names), (names, joint_names)
         for i in range(-1, nj):
-            p.changeDynamics(self.body, i, linearDamping=0, angularDamping=0, jointDamping=0,
-                             physicsClientId=self.client)
+            p.changeDynamics(
+                self.body, i, linearDamping=0, angularDamping=0, jointDamping=0, physicsClientId=self.client
+            )
 
     def inverse_dynamics(self, q, qd, qdd) -> np.ndarray:
-        return np.array([
-            p.calculateInverseDynamics(self.body, list(map(float, a)), list(map(float, b)),
-                                       list(map(float, c)), physicsClientId=self.client)
-            for a, b, c in zip(q, qd, qdd, strict=True)
-        ])
+        return np.array(
+            [
+                p.calculateInverseDynamics(
+                    self.body,
+                    list(map(float, a)),
+                    list(map(float, b)),
+                    list(map(float, c)),
+                    physicsClientId=self.client,
+                )
+                for a, b, c in zip(q, qd, qdd, strict=True)
+            ]
+        )
 
     def mass_matrix(self, q) -> np.ndarray:
-        return np.array([
-            p.calculateMassMatrix(self.body, list(map(float, a)), physicsClientId=self.client)
-            for a in q
-        ])
+        return np.array([p.calculateMassMatrix(self.body, list(map(float, a)), physicsClientId=self.client) for a in q])
 
     def step_acceleration(self, q, qd, tau, dt=1e-3) -> np.ndarray:
         """qdd produced by one stepSimulation from (q, qd) under torque tau (semi-implicit Euler)."""
@@ -45,10 +52,12 @@ class PyBulletReference:
         p.setTimeStep(dt, physicsClientId=c)
         for k, j in enumerate(self.movable):
             p.resetJointState(self.body, j, float(q[k]), float(qd[k]), physicsClientId=c)
-        p.setJointMotorControlArray(self.body, self.movable, p.VELOCITY_CONTROL,
-                                    forces=[0.0] * len(self.movable), physicsClientId=c)
-        p.setJointMotorControlArray(self.body, self.movable, p.TORQUE_CONTROL,
-                                    forces=list(map(float, tau)), physicsClientId=c)
+        p.setJointMotorControlArray(
+            self.body, self.movable, p.VELOCITY_CONTROL, forces=[0.0] * len(self.movable), physicsClientId=c
+        )
+        p.setJointMotorControlArray(
+            self.body, self.movable, p.TORQUE_CONTROL, forces=list(map(float, tau)), physicsClientId=c
+        )
         p.stepSimulation(physicsClientId=c)
         qd_new = np.array([s[1] for s in p.getJointStates(self.body, self.movable, physicsClientId=c)])
         return (qd_new - qd) / dt

@@ -31,8 +31,14 @@ TINY_SCENARIO = {
 
 def _cli(args: list[str], cwd: Path, env_extra: dict | None = None, timeout: int = 300):
     env = {**os.environ, "COLUMNS": "160", **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "robotid_sim.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "robotid_sim.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _write_scenario(tmp_path: Path, **changes) -> Path:
@@ -52,9 +58,19 @@ def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp
     runs = _complete_runs(tmp_path / "runs")
     assert len(runs) == 1
     run = runs[0]
-    for name in ("report.md", "report.html", "metrics.json", "metrics.csv", "scenario.yaml",
-                 "models/ols.json", "models/wls.json", "models/irls.json", "plots/torque_comparison.png",
-                 "data/identification.npz", "data/validation.npz"):
+    for name in (
+        "report.md",
+        "report.html",
+        "metrics.json",
+        "metrics.csv",
+        "scenario.yaml",
+        "models/ols.json",
+        "models/wls.json",
+        "models/irls.json",
+        "plots/torque_comparison.png",
+        "data/identification.npz",
+        "data/validation.npz",
+    ):
         assert (run / name).is_file(), name
     stamp = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
     second = _cli(["run"], cwd=tmp_path)
@@ -67,8 +83,10 @@ def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp
 def test_identify_on_the_csv_written_by_simulate_matches_the_in_memory_path(tmp_path):
     result = _cli(["simulate", "--robot", "prrrp", "--duration", "4", "--out", "data.csv"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    result = _cli(["identify", "--data", "data.csv", "--robot", "prrrp", "--estimator", "ols",
-                   "--out", "model.json"], cwd=tmp_path)
+    result = _cli(
+        ["identify", "--data", "data.csv", "--robot", "prrrp", "--estimator", "ols", "--out", "model.json"],
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     from_file = rid.load_model(tmp_path / "model.json")
     ds = rid.simulate("prrrp", "default", duration=4.0)
@@ -148,8 +166,23 @@ def site_with_plugins(tmp_path):
     template = Path(__file__).parents[1] / "examples" / "plugin_template"
     src = tmp_path / "template"
     shutil.copytree(template, src)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(site), str(src)], check=True, timeout=240)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(src),
+        ],
+        check=True,
+        timeout=240,
+    )
     return site
 
 

@@ -24,12 +24,19 @@ def _dataset(rng, n_samples: int = 200, joints=("joint1", "joint2"), truth: bool
     n = len(joints)
     t = np.arange(n_samples) * 1e-3
     clean = {name: rng.standard_normal((n_samples, n)) for name in SIGNALS}
-    measured = {name: value + 0.01 * rng.standard_normal(value.shape)
-                for name, value in clean.items()}
+    measured = {name: value + 0.01 * rng.standard_normal(value.shape) for name, value in clean.items()}
     return Dataset(
-        t, **measured, truth=Signals(**clean) if truth else None, joint_names=list(joints),
-        metadata={"robot": "planar3r", "seed": np.int64(7), "rate_hz": 1000.0,
-                  "noise": {"q": {"snr_db": 60}}, "excitation": "fourier, 5 harmonics"},
+        t,
+        **measured,
+        truth=Signals(**clean) if truth else None,
+        joint_names=list(joints),
+        metadata={
+            "robot": "planar3r",
+            "seed": np.int64(7),
+            "rate_hz": 1000.0,
+            "noise": {"q": {"snr_db": 60}},
+            "excitation": "fourier, 5 harmonics",
+        },
     )
 
 
@@ -51,8 +58,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
 
 def _csv_rows(n_rows: int = 10) -> tuple[list[str], list[list[str]]]:
     header = ["t", "q_joint1", "q_joint2", "tau_joint1", "tau_joint2"]
-    rows = [[repr(0.01 * i), repr(float(np.sin(0.01 * i))), repr(0.5 * i), "1.0", "2.0"]
-            for i in range(n_rows)]
+    rows = [[repr(0.01 * i), repr(float(np.sin(0.01 * i))), repr(0.5 * i), "1.0", "2.0"] for i in range(n_rows)]
     return header, rows
 
 
@@ -157,8 +163,7 @@ def test_round_trip_of_arbitrary_floats_is_bit_exact(shape, data, suffix):
     steps = data.draw(arrays(float, n_samples, elements=st.floats(1e-9, 1e3)))
     t = np.cumsum(steps)
     signals = {name: data.draw(arrays(float, shape, elements=_floats)) for name in SIGNALS}
-    ds = Dataset(t, **signals, joint_names=[f"j{i}" for i in range(n)],
-                 metadata={"x": data.draw(_floats)})
+    ds = Dataset(t, **signals, joint_names=[f"j{i}" for i in range(n)], metadata={"x": data.draw(_floats)})
     with tempfile.TemporaryDirectory() as folder:
         loaded = load_dataset(ds.save(Path(folder) / f"d{suffix}"))
     _assert_same(ds, loaded)
@@ -198,9 +203,7 @@ def test_save_leaves_no_temporary_files(tmp_path, rng):
     ds = _dataset(rng)
     for suffix in FORMATS:
         ds.save(tmp_path / f"run{suffix}")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "run.csv", "run.json", "run.mat", "run.npz"
-    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.csv", "run.json", "run.mat", "run.npz"]
 
 
 def test_unknown_suffix_is_refused(tmp_path, rng):
@@ -211,8 +214,17 @@ def test_unknown_suffix_is_refused(tmp_path, rng):
 def test_csv_header_names_every_column(tmp_path, rng):
     path = _dataset(rng, joints=("shoulder", "elbow")).save(tmp_path / "run.csv")
     header = path.read_text().splitlines()[0].split(",")
-    assert header[:9] == ["t", "q_shoulder", "q_elbow", "qd_shoulder", "qd_elbow",
-                          "qdd_shoulder", "qdd_elbow", "tau_shoulder", "tau_elbow"]
+    assert header[:9] == [
+        "t",
+        "q_shoulder",
+        "q_elbow",
+        "qd_shoulder",
+        "qd_elbow",
+        "qdd_shoulder",
+        "qdd_elbow",
+        "tau_shoulder",
+        "tau_elbow",
+    ]
     assert header[9:11] == ["true_q_shoulder", "true_q_elbow"]
     assert len(header) == 17
 
@@ -222,8 +234,11 @@ def test_csv_with_a_missing_column_names_it(tmp_path):
     del header[4]
     rows = [r[:4] for r in rows]
     path = _write_csv(tmp_path / "log.csv", header, rows)
-    with pytest.raises(DataError, match=r"missing column 'tau_joint2'.*expected header "
-                                        r"t,q_joint1,q_joint2,tau_joint1,tau_joint2"):
+    with pytest.raises(
+        DataError,
+        match=r"missing column 'tau_joint2'.*expected header "
+        r"t,q_joint1,q_joint2,tau_joint1,tau_joint2",
+    ):
         load_dataset(path)
 
 
@@ -247,8 +262,11 @@ def test_csv_with_non_monotonic_time_names_the_row(tmp_path):
     header, rows = _csv_rows()
     rows[4][0], rows[5][0] = rows[5][0], rows[4][0]
     path = _write_csv(tmp_path / "log.csv", header, rows)
-    with pytest.raises(DataError, match=r"'t' of .* must be strictly increasing; sample 5 "
-                                        r"\(line 7\)"):
+    with pytest.raises(
+        DataError,
+        match=r"'t' of .* must be strictly increasing; sample 5 "
+        r"\(line 7\)",
+    ):
         load_dataset(path)
 
 

@@ -26,8 +26,12 @@ def test_ols_recovers_base_parameters_without_noise(name, robots, clean_datasets
 def test_prrrp_identified_static_forces_give_the_seed_004_masses(robots):
     """Seed 004 Table 4 invariants: static force on joint 1 / g = total mass, on joint 5 = m5."""
     robot = robots["prrrp"]
-    noise = {"q": {"snr_db": 70}, "qd": {"snr_db": 50}, "qdd": {"snr_db": 30},
-             "tau": {"std": [0.3, 0.02, 0.01, 0.005, 0.05]}}
+    noise = {
+        "q": {"snr_db": 70},
+        "qd": {"snr_db": 50},
+        "qdd": {"snr_db": 30},
+        "tau": {"std": [0.3, 0.02, 0.01, 0.005, 0.05]},
+    }
     ds = rid.simulate(robot, "default", noise=noise, seed=7)
     model = rid.identify(ds, robot, estimator="wls")
     q = robot.random_states(np.random.default_rng(0), 20)[0]
@@ -45,9 +49,13 @@ def test_validation_torque_error_orders_irls_below_wls_below_ols(robots):
     """
     robot = robots["planar3r"]
     exc = {"type": "fourier", "harmonics": 5, "base_frequency": 0.1, "periods": 2, "seed": 0}
-    noise = {"q": {"snr_db": 80}, "qd": {"snr_db": 60}, "qdd": {"snr_db": 45},
-             "tau": {"std": [1.0, 0.02, 0.01]},
-             "outliers": {"fraction": 0.02, "magnitude": [20.0, 0.4, 0.2], "signal": "tau"}}
+    noise = {
+        "q": {"snr_db": 80},
+        "qd": {"snr_db": 60},
+        "qdd": {"snr_db": 45},
+        "tau": {"std": [1.0, 0.02, 0.01]},
+        "outliers": {"fraction": 0.02, "magnitude": [20.0, 0.4, 0.2], "signal": "tau"},
+    }
     ds = rid.simulate(robot, exc, noise=noise, seed=0)
     val = rid.simulate(robot, {"type": "fourier", "harmonics": 4, "base_frequency": 0.2, "seed": 3}, noise=None)
     rms = {}
@@ -75,8 +83,9 @@ def test_irls_with_the_seed_threshold_of_8_nm(robots):
     from robotid_sim_plugins.irls import IRLSEstimator
 
     robot = robots["prrrp"]
-    ds = rid.simulate(robot, "default", noise={"tau": {"std": 0.05},
-                                               "outliers": {"fraction": 0.01, "magnitude": 30.0}}, seed=2)
+    ds = rid.simulate(
+        robot, "default", noise={"tau": {"std": 0.05}, "outliers": {"fraction": 0.01, "magnitude": 30.0}}, seed=2
+    )
     model = IRLSEstimator(threshold=8.0).fit(rid.IdentificationProblem(robot, ds))
     truth = robot.base_parameters().true_values()
     assert np.linalg.norm(model.values - truth) / np.linalg.norm(truth) < 1e-2

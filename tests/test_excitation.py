@@ -33,21 +33,44 @@ from robotid_sim.robot.dh import dh_to_urdf
 #: joint, fixed joints), the 9-DoF arm of seed 001 and the PRRRP arm of seed 004
 ROBOTS = ["gen3r", "arm6", "hyper9", "prrrp"]
 TOL = 1e-9
-PROPERTY = settings(max_examples=12, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.fixture(scope="session")
 def gen3r(tmp_path_factory) -> rid.Robot:
     """A 3R arm generated from a modified DH table; joint 3 is continuous (no position limit)."""
     rows = [
-        {"type": "revolute", "alpha": 0.0, "d": 0.3, "lower": -2.5, "upper": 2.0, "velocity": 1.5,
-         "mass": 2.0, "com": [0.02, 0.01, -0.1], "inertia": [0.02, 0.001, 0.0, 0.03, 0.0, 0.01]},
-        {"type": "revolute", "alpha": np.pi / 2, "a": 0.05, "lower": -1.2, "upper": 1.6,
-         "velocity": 2.0, "mass": 1.5, "com": [0.15, 0.0, 0.02],
-         "inertia": [0.004, 0.0, 0.001, 0.02, 0.0, 0.02]},
-        {"type": "continuous", "alpha": 0.0, "a": 0.3, "velocity": 3.0, "mass": 0.8,
-         "com": [0.1, 0.02, 0.0], "inertia": [0.002, 0.0, 0.0, 0.006, 0.0, 0.006]},
+        {
+            "type": "revolute",
+            "alpha": 0.0,
+            "d": 0.3,
+            "lower": -2.5,
+            "upper": 2.0,
+            "velocity": 1.5,
+            "mass": 2.0,
+            "com": [0.02, 0.01, -0.1],
+            "inertia": [0.02, 0.001, 0.0, 0.03, 0.0, 0.01],
+        },
+        {
+            "type": "revolute",
+            "alpha": np.pi / 2,
+            "a": 0.05,
+            "lower": -1.2,
+            "upper": 1.6,
+            "velocity": 2.0,
+            "mass": 1.5,
+            "com": [0.15, 0.0, 0.02],
+            "inertia": [0.004, 0.0, 0.001, 0.02, 0.0, 0.02],
+        },
+        {
+            "type": "continuous",
+            "alpha": 0.0,
+            "a": 0.3,
+            "velocity": 3.0,
+            "mass": 0.8,
+            "com": [0.1, 0.02, 0.0],
+            "inertia": [0.002, 0.0, 0.0, 0.006, 0.0, 0.006],
+        },
     ]
     path = tmp_path_factory.mktemp("gen3r") / "gen3r.urdf"
     path.write_text(dh_to_urdf({"name": "gen3r", "convention": "modified", "rows": rows}))
@@ -66,10 +89,12 @@ def assert_inside_limits(robot: rid.Robot, excitation, rate_hz: float = 1000.0) 
     lower, upper = robot.position_limits
     assert np.all(q >= lower - TOL), f"below lower limit by {np.max(lower - q):.3g}"
     assert np.all(q <= upper + TOL), f"above upper limit by {np.max(q - upper):.3g}"
-    assert np.all(np.abs(qd) <= robot.velocity_limit + TOL), \
+    assert np.all(np.abs(qd) <= robot.velocity_limit + TOL), (
         f"velocity over the limit by {np.max(np.abs(qd) - robot.velocity_limit):.3g}"
-    assert np.all(np.abs(qdd) <= robot.acceleration_limit + TOL), \
+    )
+    assert np.all(np.abs(qdd) <= robot.acceleration_limit + TOL), (
         f"acceleration over the limit by {np.max(np.abs(qdd) - robot.acceleration_limit):.3g}"
+    )
     excitation.check_limits(robot)  # and the library agrees
 
 
@@ -89,10 +114,14 @@ def assert_analytic_derivatives(excitation, n_points: int = 400, seed: int = 0) 
 
 # ---------------------------------------------------------------------- limits, all types
 @PROPERTY
-@given(seed=st.integers(0, 10_000), name=st.sampled_from(ROBOTS), harmonics=st.integers(2, 6),
-       base_frequency=st.floats(0.02, 0.5), margin=st.floats(0.0, 0.2))
-def test_random_fourier_never_leaves_the_limits(all_robots, seed, name, harmonics, base_frequency,
-                                                margin):
+@given(
+    seed=st.integers(0, 10_000),
+    name=st.sampled_from(ROBOTS),
+    harmonics=st.integers(2, 6),
+    base_frequency=st.floats(0.02, 0.5),
+    margin=st.floats(0.0, 0.2),
+)
+def test_random_fourier_never_leaves_the_limits(all_robots, seed, name, harmonics, base_frequency, margin):
     robot = all_robots[name]
     exc = FourierExcitation.random(robot, harmonics, base_frequency, seed=seed, margin=margin)
     assert_inside_limits(robot, exc)
@@ -113,13 +142,10 @@ def test_sequential_sine_never_leaves_the_limits(all_robots, seed, name):
 
 
 @PROPERTY
-@given(seed=st.integers(0, 10_000), name=st.sampled_from(ROBOTS),
-       back_and_forth=st.booleans(), sines=st.booleans())
-def test_polynomial_with_auto_durations_never_leaves_the_limits(all_robots, seed, name,
-                                                                back_and_forth, sines):
+@given(seed=st.integers(0, 10_000), name=st.sampled_from(ROBOTS), back_and_forth=st.booleans(), sines=st.booleans())
+def test_polynomial_with_auto_durations_never_leaves_the_limits(all_robots, seed, name, back_and_forth, sines):
     robot = all_robots[name]
-    cfg = {"type": "polynomial", "random_waypoints": 3, "seed": seed,
-           "back_and_forth": back_and_forth}
+    cfg = {"type": "polynomial", "random_waypoints": 3, "seed": seed, "back_and_forth": back_and_forth}
     if sines:
         cfg["prismatic_sine"] = {"amplitude": [0.01, 0.004], "frequency": [2.0, 5.0]}
     exc = excitation_from_config(cfg, robot)
@@ -204,17 +230,21 @@ def test_fourier_repeat_multiplies_periods_and_keeps_the_trajectory(hyper9):
 def test_optimised_fourier_has_lower_condition_number_than_its_start(hyper9):
     """Acceptance point (seed 001 Eq. 12): cond(final) < cond(start) for hyper9; run with -s."""
     began = time.perf_counter()
-    result = optimize_fourier(hyper9, harmonics=5, base_frequency=0.04, seed=0, maxiter=12,
-                              popsize=1, sample_rate_hz=4, max_time_s=20.0)
+    result = optimize_fourier(
+        hyper9, harmonics=5, base_frequency=0.04, seed=0, maxiter=12, popsize=1, sample_rate_hz=4, max_time_s=20.0
+    )
     elapsed = time.perf_counter() - began
-    print(f"\nhyper9 Fourier excitation (5 harmonics, 25 s): cond start "
-          f"{result.start_condition:.1f} -> final {result.final_condition:.1f} "
-          f"({result.n_generations} generations, {result.n_evaluations} evaluations, "
-          f"{elapsed:.1f} s)")
+    print(
+        f"\nhyper9 Fourier excitation (5 harmonics, 25 s): cond start "
+        f"{result.start_condition:.1f} -> final {result.final_condition:.1f} "
+        f"({result.n_generations} generations, {result.n_evaluations} evaluations, "
+        f"{elapsed:.1f} s)"
+    )
     assert result.final_condition < result.start_condition
     assert np.all(np.diff(result.history) <= 0)  # best-so-far per generation
     assert result.final_condition == pytest.approx(
-        condition_number(hyper9, result.excitation, sample_rate_hz=4), rel=1e-9)
+        condition_number(hyper9, result.excitation, sample_rate_hz=4), rel=1e-9
+    )
     assert_inside_limits(hyper9, result.excitation)
     assert_inside_limits(hyper9, result.start_excitation)
     sum_a, sum_lb = result.excitation.start_stop_residual()
@@ -235,8 +265,15 @@ def _one_of_each(robot) -> dict[str, object]:
         "fourier": FourierExcitation.random(robot, harmonics=4, base_frequency=0.1, seed=1),
         "sequential_sine": SequentialSine(robot, amplitudes=0.3, dwell=0.3),
         "polynomial": excitation_from_config(
-            {"type": "polynomial", "random_waypoints": 3, "back_and_forth": True, "seed": 2,
-             "prismatic_sine": {"amplitude": [0.01], "frequency": [3.0]}}, robot),
+            {
+                "type": "polynomial",
+                "random_waypoints": 3,
+                "back_and_forth": True,
+                "seed": 2,
+                "prismatic_sine": {"amplitude": [0.01], "frequency": [3.0]},
+            },
+            robot,
+        ),
         "stepwise": StepwiseExcitation(robot, n_poses=2, fourier_segments=1, seed=3),
     }
 
@@ -328,8 +365,15 @@ def test_quintic_polynomial_boundary_conditions_and_degree():
 
 def test_quintic_chain_back_and_forth_rests_at_every_waypoint_with_sines():
     via = np.array([[0.5, 0.1]])
-    exc = QuinticPolynomial([0.0, 0.0], [1.0, 0.2], [2.0, 3.0], via=via, back_and_forth=True,
-                            sine_amplitude=[0.0, 0.01], sine_frequency=[0.0, 6.0])
+    exc = QuinticPolynomial(
+        [0.0, 0.0],
+        [1.0, 0.2],
+        [2.0, 3.0],
+        via=via,
+        back_and_forth=True,
+        sine_amplitude=[0.0, 0.01],
+        sine_frequency=[0.0, 6.0],
+    )
     np.testing.assert_allclose(exc.waypoints, [[0, 0], [0.5, 0.1], [1, 0.2], [0.5, 0.1], [0, 0]])
     np.testing.assert_allclose(exc.durations, [2.0, 3.0, 3.0, 2.0])
     q, qd, qdd = exc.evaluate(np.concatenate([[0.0], np.cumsum(exc.durations)]))
@@ -378,8 +422,13 @@ def test_config_builds_each_type_from_a_mapping(all_robots):
     robot = all_robots["arm6"]
     for cfg in (
         {"type": "fourier", "harmonics": 3, "base_frequency": 0.1, "periods": 2, "seed": 0},
-        {"type": "fourier", "harmonics": 3, "base_frequency": 0.2, "seed": 1,
-         "optimize": {"maxiter": 2, "popsize": 1, "sample_rate_hz": 10}},
+        {
+            "type": "fourier",
+            "harmonics": 3,
+            "base_frequency": 0.2,
+            "seed": 1,
+            "optimize": {"maxiter": 2, "popsize": 1, "sample_rate_hz": 10},
+        },
         {"type": "sequential_sine", "amplitudes": 0.5, "frequencies": "auto"},
         {"type": "polynomial", "q_start": [0.0] * 6, "q_end": [0.2] * 6, "duration": "auto"},
         {"type": "stepwise", "n_poses": 2, "speeds": [0.5]},
@@ -387,8 +436,7 @@ def test_config_builds_each_type_from_a_mapping(all_robots):
         exc = excitation_from_config(cfg, robot)
         assert exc.n_dof == 6 and exc.duration > 0
         assert_inside_limits(robot, exc)
-    fourier = excitation_from_config({"type": "fourier", "harmonics": 3, "base_frequency": 0.1,
-                                      "periods": 2}, robot)
+    fourier = excitation_from_config({"type": "fourier", "harmonics": 3, "base_frequency": 0.1, "periods": 2}, robot)
     assert fourier.periods == 2 and fourier.duration == pytest.approx(20.0)
 
 

@@ -37,8 +37,7 @@ def test_stribeck_law_of_seed_000_eq_34():
 
 
 def test_sign_smoothing_is_used_by_both_torque_and_columns():
-    f = friction_from_dict({"model": "coulomb_viscous", "fc": 1.0, "fv": 0.0, "offset": 0.0,
-                            "sign_smoothing": 0.01}, 3)
+    f = friction_from_dict({"model": "coulomb_viscous", "fc": 1.0, "fv": 0.0, "offset": 0.0, "sign_smoothing": 0.01}, 3)
     assert np.allclose(f.torque(QD), np.tanh(QD / 0.01))
     assert np.allclose(f.columns(QD)[..., 0], np.tanh(QD / 0.01))
 

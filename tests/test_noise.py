@@ -52,9 +52,7 @@ def test_gaussian_snr_reaches_requested_snr_within_half_db(smooth_signals):
 
 def test_gaussian_snr_accepts_one_value_per_joint(smooth_signals):
     noisy = GaussianSNR("q", [70.0, 50.0, 30.0]).apply(smooth_signals, np.random.default_rng(1))
-    np.testing.assert_allclose(
-        measured_snr_db(smooth_signals["q"], noisy["q"]), [70.0, 50.0, 30.0], atol=0.5
-    )
+    np.testing.assert_allclose(measured_snr_db(smooth_signals["q"], noisy["q"]), [70.0, 50.0, 30.0], atol=0.5)
 
 
 def test_gaussian_std_adds_noise_of_the_requested_std(smooth_signals):
@@ -65,10 +63,12 @@ def test_gaussian_std_adds_noise_of_the_requested_std(smooth_signals):
 
 
 def test_outliers_hit_the_requested_fraction_within_20_percent(smooth_signals):
-    chain = noise_from_config({
-        "tau": {"std": 0.1},
-        "outliers": {"fraction": 0.005, "magnitude": 10.0, "signal": "tau"},
-    })
+    chain = noise_from_config(
+        {
+            "tau": {"std": 0.1},
+            "outliers": {"fraction": 0.005, "magnitude": 10.0, "signal": "tau"},
+        }
+    )
     noisy = chain.apply(smooth_signals, np.random.default_rng(3))
     spikes = np.abs(noisy["tau"] - smooth_signals["tau"]) > 4.0  # 0.1 std noise never gets there
     np.testing.assert_allclose(spikes.mean(axis=0), 0.005, rtol=0.2)
@@ -94,8 +94,7 @@ def test_quantization_rounds_to_multiples_of_the_resolution(smooth_signals):
 
 def test_current_measurement_torque_noise_is_ratio_times_current_noise(smooth_signals):
     # seed 001 Eq. 1, tau = eta K i_q with reduction ratio 160 and K = 0.21 N m / A (Table 2)
-    model = CurrentMeasurement(gear_ratio=160.0, torque_constant=0.21, current_std=0.005,
-                               efficiency=[1.0, 0.9, 0.8])
+    model = CurrentMeasurement(gear_ratio=160.0, torque_constant=0.21, current_std=0.005, efficiency=[1.0, 0.9, 0.8])
     noisy = model.apply(smooth_signals, np.random.default_rng(6))
     std = (noisy["tau"] - smooth_signals["tau"]).std(axis=0)
     np.testing.assert_allclose(std, 160.0 * 0.21 * 0.005 * np.array([1.0, 0.9, 0.8]), rtol=0.03)
@@ -119,11 +118,14 @@ def test_noise_chain_with_the_same_seed_is_reproducible(smooth_signals):
 
 def test_noise_never_modifies_its_input(smooth_signals):
     signals = _fresh(smooth_signals)
-    chain = noise_from_config({
-        "q": {"snr_db": 40}, "quantization": {"q": 1e-3},
-        "outliers": {"fraction": 0.01, "magnitude": 1.0}, "current": {
-            "gear_ratio": 100, "torque_constant": 0.1, "current_std": 0.01},
-    })
+    chain = noise_from_config(
+        {
+            "q": {"snr_db": 40},
+            "quantization": {"q": 1e-3},
+            "outliers": {"fraction": 0.01, "magnitude": 1.0},
+            "current": {"gear_ratio": 100, "torque_constant": 0.1, "current_std": 0.01},
+        }
+    )
     out = chain.apply(signals, np.random.default_rng(10))
     for key in smooth_signals:
         np.testing.assert_array_equal(signals[key], smooth_signals[key])
@@ -131,35 +133,46 @@ def test_noise_never_modifies_its_input(smooth_signals):
 
 
 def test_noise_from_config_applies_models_in_a_fixed_order():
-    chain = noise_from_config({
-        "outliers": {"fraction": 0.01, "magnitude": 1.0},
-        "quantization": {"q": 1e-4},
-        "tau": {"std": 0.5, "snr_db": 30},
-        "q": {"snr_db": 60},
-        "current": {"gear_ratio": 160, "torque_constant": 0.21, "current_std": 0.005},
-    })
+    chain = noise_from_config(
+        {
+            "outliers": {"fraction": 0.01, "magnitude": 1.0},
+            "quantization": {"q": 1e-4},
+            "tau": {"std": 0.5, "snr_db": 30},
+            "q": {"snr_db": 60},
+            "current": {"gear_ratio": 160, "torque_constant": 0.21, "current_std": 0.005},
+        }
+    )
     assert [type(m).__name__ for m in chain.models] == [
-        "CurrentMeasurement", "GaussianSNR", "GaussianSNR", "GaussianStd", "Quantization",
+        "CurrentMeasurement",
+        "GaussianSNR",
+        "GaussianSNR",
+        "GaussianStd",
+        "Quantization",
         "Outliers",
     ]
     assert [m.signal for m in chain.models[1:3]] == ["q", "tau"]
 
 
 def test_noise_chain_round_trips_through_to_dict():
-    chain = noise_from_config({
-        "q": {"snr_db": [60, 61, 62]}, "tau": {"std": 0.5},
-        "outliers": {"fraction": 0.005, "magnitude": 10.0, "signal": "tau"},
-        "quantization": {"q": 1e-4},
-        "current": {"gear_ratio": 160, "torque_constant": 0.21, "current_std": 0.005},
-    })
+    chain = noise_from_config(
+        {
+            "q": {"snr_db": [60, 61, 62]},
+            "tau": {"std": 0.5},
+            "outliers": {"fraction": 0.005, "magnitude": 10.0, "signal": "tau"},
+            "quantization": {"q": 1e-4},
+            "current": {"gear_ratio": 160, "torque_constant": 0.21, "current_std": 0.005},
+        }
+    )
     assert noise_from_config(chain.to_dict()) == chain
-    assert chain.to_dict()["models"][1] == {"type": "gaussian_snr", "signal": "q",
-                                            "snr_db": [60.0, 61.0, 62.0]}
+    assert chain.to_dict()["models"][1] == {"type": "gaussian_snr", "signal": "q", "snr_db": [60.0, 61.0, 62.0]}
 
 
 def test_noise_config_names_an_unknown_key_and_the_allowed_ones():
-    with pytest.raises(ConfigError, match=r"unknown key 'noise.qq'; allowed keys in 'noise': "
-                                          r"q, qd, qdd, tau, outliers, quantization, current"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown key 'noise.qq'; allowed keys in 'noise': "
+        r"q, qd, qdd, tau, outliers, quantization, current",
+    ):
         noise_from_config({"qq": {"snr_db": 3}})
     with pytest.raises(ConfigError, match=r"unknown key 'noise.q.snr'.*snr_db, std"):
         noise_from_config({"q": {"snr": 3}})

@@ -89,18 +89,29 @@ def test_plugin_excitation_noise_and_model_kind_through_the_cli_and_a_fresh_load
     site = tmp_path / "site"
     _install(site)
     scenario = {
-        "name": "plugin_e2e", "robot": "planar3r", "seed": 0,
+        "name": "plugin_e2e",
+        "robot": "planar3r",
+        "seed": 0,
         "excitation": {"type": "slow_fourier", "base_frequency": 0.25, "seed": 1},
         "noise": {"models": [{"type": "tau_bias", "offset": 0.02}]},
         "simulation": {"rate_hz": 100},
-        "validation": {"excitation": {"type": "slow_fourier", "base_frequency": 0.25, "seed": 7}, "duration": 4.0,
-                       "trajectory_horizon": 0.0},
+        "validation": {
+            "excitation": {"type": "slow_fourier", "base_frequency": 0.25, "seed": 7},
+            "duration": 4.0,
+            "trajectory_horizon": 0.0,
+        },
         "estimators": ["scaled_ols", "ols"],
     }
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run([sys.executable, "-m", "robotid_sim.cli", "run", "study.yaml", "--out", "runs"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "robotid_sim.cli", "run", "study.yaml", "--out", "runs"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     ds = json.loads((run_dir / "data" / "identification.json").read_text())
@@ -116,9 +127,19 @@ def test_plugin_excitation_noise_and_model_kind_through_the_cli_and_a_fresh_load
         tau = m.predict_torque(ds.q, ds.qd, ds.qdd)
         print(type(m).__name__, m.kind, m.estimator, float(np.sqrt(np.mean((tau - ds.truth.tau) ** 2))))
     """)
-    out = subprocess.run([sys.executable, "-c", code, str(run_dir / "models" / "scaled_ols.json"),
-                          str(run_dir / "data" / "validation.npz")], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(run_dir / "models" / "scaled_ols.json"),
+            str(run_dir / "data" / "validation.npz"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     name, kind, estimator, rms = out.stdout.split()
     assert (name, kind, estimator) == ("ScaledLinear", "scaled_linear", "scaled_ols")

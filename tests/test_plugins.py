@@ -23,8 +23,11 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import IdentificationProblem
 
 REPO = Path(__file__).resolve().parents[1]
-HOOK_NAMES = sorted(name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
-                    if hasattr(fn, f"{hookspecs.PROJECT_NAME}_spec"))
+HOOK_NAMES = sorted(
+    name
+    for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+    if hasattr(fn, f"{hookspecs.PROJECT_NAME}_spec")
+)
 
 
 @pytest.fixture(autouse=True)
@@ -80,8 +83,14 @@ def by_name(infos) -> dict:
 
 # ------------------------------------------------------------------------------- hookspecs
 def test_there_is_a_hook_for_each_kind_of_plugin():
-    assert HOOK_NAMES == ["register_controllers", "register_estimators", "register_excitations",
-                          "register_model_kinds", "register_noise_models", "register_robots"]
+    assert HOOK_NAMES == [
+        "register_controllers",
+        "register_estimators",
+        "register_excitations",
+        "register_model_kinds",
+        "register_noise_models",
+        "register_robots",
+    ]
 
 
 @pytest.mark.parametrize("hook", HOOK_NAMES)
@@ -120,8 +129,10 @@ def test_builtins_are_imported_directly_when_no_entry_point_is_installed(monkeyp
 
 
 def test_builtin_declared_as_entry_point_is_loaded_through_it_and_only_once(monkeypatch):
-    declared = [importlib.metadata.EntryPoint(name=module.rsplit(".", 1)[-1], value=module, group="robotid_sim")
-                for module in plugins.DEFAULT_PLUGINS]
+    declared = [
+        importlib.metadata.EntryPoint(name=module.rsplit(".", 1)[-1], value=module, group="robotid_sim")
+        for module in plugins.DEFAULT_PLUGINS
+    ]
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kwargs: declared)
     infos = plugins.list_plugins()
     # each exactly once, through its entry point (a module another engineer has not written yet,
@@ -136,8 +147,10 @@ def test_builtin_declared_as_entry_point_is_loaded_through_it_and_only_once(monk
 
 def test_with_stale_metadata_core_is_still_registered_first(monkeypatch):
     """Metadata from before core had an entry point: core is imported directly, in its place."""
-    declared = [importlib.metadata.EntryPoint(name=name, value=f"robotid_sim_plugins.{name}", group="robotid_sim")
-                for name in ("ols", "wls", "irls")]
+    declared = [
+        importlib.metadata.EntryPoint(name=name, value=f"robotid_sim_plugins.{name}", group="robotid_sim")
+        for name in ("ols", "wls", "irls")
+    ]
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kwargs: declared)
     registered = [name for name, _ in plugins.get_plugin_manager().list_name_plugin()]
     assert registered[0] == "core"
@@ -150,15 +163,21 @@ def test_core_is_the_first_builtin_plugin_and_registers_the_builtin_names():
     assert plugins.get_plugin_manager().list_name_plugin()[0][0] == "core"
     core = by_name(plugins.list_plugins())["core"]
     assert core.ok and core.builtin, core.error
-    assert {"excitation fourier", "excitation sequence", "noise model gaussian_snr", "noise model current",
-            "robot planar3r"} <= set(core.registers)
+    assert {
+        "excitation fourier",
+        "excitation sequence",
+        "noise model gaussian_snr",
+        "noise model current",
+        "robot planar3r",
+    } <= set(core.registers)
 
 
 def test_pyproject_declares_every_builtin_plugin_as_an_entry_point():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     declared = set(project["entry-points"][hookspecs.PROJECT_NAME].values())
-    modules = {f"{plugins.BUILTIN_PACKAGE}.{path.stem}" for path in (REPO / "plugins").glob("*.py")
-               if path.stem != "__init__"}
+    modules = {
+        f"{plugins.BUILTIN_PACKAGE}.{path.stem}" for path in (REPO / "plugins").glob("*.py") if path.stem != "__init__"
+    }
     assert set(plugins.DEFAULT_PLUGINS) <= declared
     assert modules <= declared
 
@@ -259,8 +278,14 @@ def test_plugin_registered_directly_appears_in_every_registry(tmp_path):
     assert plugins.get_model_kind("fake_kind") is FakeModel
     info = by_name(plugins.list_plugins())["everything"]
     assert info.ok and info.source == plugins.SOURCE_DIRECT, info.error
-    assert set(info.registers) == {"estimator fake", "controller fake_ctrl", "robot toy",
-                                   "noise model fake_noise", "excitation fake_exc", "model kind fake_kind"}
+    assert set(info.registers) == {
+        "estimator fake",
+        "controller fake_ctrl",
+        "robot toy",
+        "noise model fake_noise",
+        "excitation fake_exc",
+        "model kind fake_kind",
+    }
     assert len(info.hooks) == 6
 
 
@@ -325,8 +350,9 @@ def test_invalid_entries_are_skipped_and_reported(tmp_path):
     assert "instance" not in plugins.estimators()
     assert "nowhere" not in plugins.robots()
     error = by_name(plugins.list_plugins())["sloppy"].error
-    assert ("plugin 'sloppy' registers estimator 'instance' as FakeEstimator"
-            in error) and "expected a subclass of robotid_sim.identification.Estimator" in error
+    assert (
+        "plugin 'sloppy' registers estimator 'instance' as FakeEstimator" in error
+    ) and "expected a subclass of robotid_sim.identification.Estimator" in error
     assert "has no robot.urdf" in error
 
 
@@ -342,16 +368,24 @@ def test_unknown_controller_raises_plugin_error_naming_it():
 
 
 def test_unknown_name_mentions_broken_plugins(plugin_site):
-    plugin_site("broken-dist", "0.1", {"brokenest": "rs_test_broken_mod"},
-                {"rs_test_broken_mod": "raise ImportError('needs libfoo')\n"})
+    plugin_site(
+        "broken-dist",
+        "0.1",
+        {"brokenest": "rs_test_broken_mod"},
+        {"rs_test_broken_mod": "raise ImportError('needs libfoo')\n"},
+    )
     with pytest.raises(PluginError, match="Broken plugins: brokenest"):
         plugins.get_estimator("from_the_broken_one")
 
 
 # ------------------------------------------------------------------------- entry points
 def test_entry_point_plugin_is_loaded_with_its_distribution_and_version(plugin_site):
-    plugin_site("robotid-sim-good", "2.3.1", {"good": "rs_test_good_mod"},
-                {"rs_test_good_mod": GOOD_PLUGIN.format(cls="GoodEstimator", name="good")})
+    plugin_site(
+        "robotid-sim-good",
+        "2.3.1",
+        {"good": "rs_test_good_mod"},
+        {"rs_test_good_mod": GOOD_PLUGIN.format(cls="GoodEstimator", name="good")},
+    )
     assert plugins.get_estimator("good").__name__ == "GoodEstimator"
     info = by_name(plugins.list_plugins())["good"]
     assert (info.distribution, info.version, info.source) == ("robotid-sim-good", "2.3.1", plugins.SOURCE_ENTRY_POINT)
@@ -359,8 +393,12 @@ def test_entry_point_plugin_is_loaded_with_its_distribution_and_version(plugin_s
 
 
 def test_plugin_that_fails_to_import_is_listed_broken_with_its_error(plugin_site):
-    plugin_site("robotid-sim-bad", "1.2", {"bad": "rs_test_bad_mod"},
-                {"rs_test_bad_mod": "raise ImportError('needs libfoo, which is not installed')\n"})
+    plugin_site(
+        "robotid-sim-bad",
+        "1.2",
+        {"bad": "rs_test_bad_mod"},
+        {"rs_test_bad_mod": "raise ImportError('needs libfoo, which is not installed')\n"},
+    )
     assert {"ols", "wls", "irls"} <= set(plugins.estimators())
     info = by_name(plugins.broken_plugins())["bad"]
     assert (info.distribution, info.version, info.module) == ("robotid-sim-bad", "1.2", "rs_test_bad_mod")
@@ -375,8 +413,9 @@ def test_hook_with_unknown_arguments_is_broken_not_registered(plugin_site):
         def register_estimators(register, extra):
             register("never", object)
     """
-    plugin_site("robotid-sim-wrongargs", "0.1", {"wrongargs": "rs_test_wrongargs_mod"},
-                {"rs_test_wrongargs_mod": source})
+    plugin_site(
+        "robotid-sim-wrongargs", "0.1", {"wrongargs": "rs_test_wrongargs_mod"}, {"rs_test_wrongargs_mod": source}
+    )
     assert "never" not in plugins.estimators()
     info = by_name(plugins.list_plugins())["wrongargs"]
     assert info.status == "broken" and "PluginValidationError" in info.error and "extra" in info.error
@@ -397,8 +436,12 @@ def test_misspelt_hook_name_marks_the_plugin_broken(plugin_site):
 
 
 def test_second_plugin_with_a_taken_name_is_broken(plugin_site):
-    plugin_site("robotid-sim-clash", "0.1", {"ols": "rs_test_clash_mod"},
-                {"rs_test_clash_mod": GOOD_PLUGIN.format(cls="ClashEstimator", name="clash")})
+    plugin_site(
+        "robotid-sim-clash",
+        "0.1",
+        {"ols": "rs_test_clash_mod"},
+        {"rs_test_clash_mod": GOOD_PLUGIN.format(cls="ClashEstimator", name="clash")},
+    )
     assert plugins.get_estimator("ols").__module__ == "robotid_sim_plugins.ols"
     broken = [info for info in plugins.broken_plugins() if info.distribution == "robotid-sim-clash"]
     assert len(broken) == 1 and "plugin name 'ols' is already taken" in broken[0].error
@@ -407,10 +450,18 @@ def test_second_plugin_with_a_taken_name_is_broken(plugin_site):
 # ----------------------------------------------------------------------- env variable
 @pytest.fixture()
 def two_plugins(plugin_site):
-    plugin_site("robotid-sim-first", "1.0", {"first": "rs_test_first_mod"},
-                {"rs_test_first_mod": GOOD_PLUGIN.format(cls="FirstEstimator", name="first")})
-    plugin_site("robotid-sim-second", "1.0", {"second": "rs_test_second_mod"},
-                {"rs_test_second_mod": GOOD_PLUGIN.format(cls="SecondEstimator", name="second")})
+    plugin_site(
+        "robotid-sim-first",
+        "1.0",
+        {"first": "rs_test_first_mod"},
+        {"rs_test_first_mod": GOOD_PLUGIN.format(cls="FirstEstimator", name="first")},
+    )
+    plugin_site(
+        "robotid-sim-second",
+        "1.0",
+        {"second": "rs_test_second_mod"},
+        {"rs_test_second_mod": GOOD_PLUGIN.format(cls="SecondEstimator", name="second")},
+    )
 
 
 def test_all_plugins_load_when_the_env_var_is_unset(two_plugins):
@@ -445,7 +496,8 @@ def test_env_var_naming_no_installed_plugin_is_logged(two_plugins, monkeypatch, 
     with caplog.at_level("WARNING", logger="robotid_sim.plugins"):
         assert "first" in plugins.estimators()
     assert [r.getMessage() for r in caplog.records] == [
-        f"{plugins.PLUGINS_ENV_VAR} names 'frist', but no installed plugin has that entry-point or distribution name"]
+        f"{plugins.PLUGINS_ENV_VAR} names 'frist', but no installed plugin has that entry-point or distribution name"
+    ]
 
 
 # ---------------------------------------------------------------------- the template
@@ -454,13 +506,30 @@ def test_plugin_template_installs_with_pip_and_registers_its_estimator(tmp_path,
     --no-build-isolation) and checks its estimator is found through the entry point."""
     pytest.importorskip("setuptools")
     source = tmp_path / "src"
-    shutil.copytree(REPO / "examples" / "plugin_template", source,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    shutil.copytree(
+        REPO / "examples" / "plugin_template",
+        source,
+        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"),
+    )
     target = tmp_path / "target"
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-         "--quiet", "--disable-pip-version-check", "--target", str(target), str(source)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     monkeypatch.syspath_prepend(str(target))
@@ -493,4 +562,3 @@ def test_template_ridge_estimator_recovers_base_parameters_without_noise(monkeyp
         assert np.linalg.norm(model.values - truth) / np.linalg.norm(truth) < 1e-6
     finally:
         sys.modules.pop("robotid_sim_myestimator", None)
-

@@ -60,8 +60,9 @@ def my_excitation(config: dict, robot):
     unknown = sorted(set(config) - {"type", *EXCITATION_KEYS})
     if unknown:
         raise ConfigError(f"unknown field(s) {unknown} for excitation type 'myexc'; valid: {EXCITATION_KEYS}")
-    return FourierExcitation.random(robot, int(config.get("harmonics", 3)), float(config.get("base_frequency", 0.5)),
-                                    seed=config.get("seed", 0))
+    return FourierExcitation.random(
+        robot, int(config.get("harmonics", 3)), float(config.get("base_frequency", 0.5)), seed=config.get("seed", 0)
+    )
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,16 @@ def my_plugin(myarm_dir):
 def test_builtin_excitations_noise_models_and_robots_come_from_the_core_plugin():
     core = by_name(plugins.list_plugins())["core"]
     assert core.ok and core.builtin, core.error
-    assert {"fourier", "sequential_sine", "single_joint_sine", "polynomial", "stepwise", "constant_velocity", "hold",
-            "sequence"} <= set(plugins.excitations())
+    assert {
+        "fourier",
+        "sequential_sine",
+        "single_joint_sine",
+        "polynomial",
+        "stepwise",
+        "constant_velocity",
+        "hold",
+        "sequence",
+    } <= set(plugins.excitations())
     assert list(plugins.noise_models()) == ["gaussian_snr", "gaussian_std", "outliers", "quantization", "current"]
     assert {"planar3r", "scara", "three_axis", "prrrp", "hyper9"} <= set(plugins.robots())
     for kind in ("excitation fourier", "noise model gaussian_snr", "robot planar3r"):
@@ -151,8 +160,13 @@ def test_plugin_excitation_works_as_a_part_of_a_sequence(my_plugin):
 
     robot = rid.load_robot("planar3r")
     part = excitation_from_config({"type": "myexc", "seed": 1}, robot)
-    seq = excitation_from_config({"type": "sequence", "parts": [
-        {"type": "myexc", "seed": 1}, {"type": "hold", "pose": [0.0, 0.0, 0.0], "duration": 0.5}]}, robot)
+    seq = excitation_from_config(
+        {
+            "type": "sequence",
+            "parts": [{"type": "myexc", "seed": 1}, {"type": "hold", "pose": [0.0, 0.0, 0.0], "duration": 0.5}],
+        },
+        robot,
+    )
     assert seq.duration == pytest.approx(part.duration + 0.5)
 
 
@@ -184,8 +198,9 @@ def test_excitation_type_that_is_not_a_string_is_a_config_error():
 def test_plugin_noise_model_is_built_by_noise_from_config(my_plugin):
     from robotid_sim.sim.noise import noise_from_config
 
-    chain = noise_from_config({"models": [{"type": "gaussian_std", "signal": "q", "std": 0.1},
-                                          {"type": "mynoise", "offset": 0.5}]})
+    chain = noise_from_config(
+        {"models": [{"type": "gaussian_std", "signal": "q", "std": 0.1}, {"type": "mynoise", "offset": 0.5}]}
+    )
     assert chain.models[1] == Bias(offset=0.5)
     assert noise_from_config(chain.to_dict()) == chain  # round trip through the registry
     signals = {"q": np.zeros((4, 2)), "tau": np.ones((4, 2))}
@@ -196,16 +211,22 @@ def test_plugin_noise_model_is_built_by_noise_from_config(my_plugin):
 def test_plugin_noise_model_keys_are_checked(my_plugin):
     from robotid_sim.sim.noise import noise_from_config
 
-    with pytest.raises(ConfigError, match=r"unknown key 'gain' in 'noise.models\[0\]' \(mynoise\); allowed keys: "
-                                          r"type, offset, signal"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown key 'gain' in 'noise.models\[0\]' \(mynoise\); allowed keys: "
+        r"type, offset, signal",
+    ):
         noise_from_config({"models": [{"type": "mynoise", "gain": 2.0}]})
 
 
 def test_unknown_noise_model_type_lists_plugin_models_too(my_plugin):
     from robotid_sim.sim.noise import noise_from_config
 
-    with pytest.raises(ConfigError, match=r"'noise.models\[0\]' must be a mapping whose 'type' is one of "
-                                          r"gaussian_snr, .*, mynoise") as info:
+    with pytest.raises(
+        ConfigError,
+        match=r"'noise.models\[0\]' must be a mapping whose 'type' is one of "
+        r"gaussian_snr, .*, mynoise",
+    ) as info:
         noise_from_config({"models": [{"type": "mynoize"}]})
     assert "did you mean 'mynoise'" in str(info.value)
 
@@ -214,8 +235,12 @@ def test_unknown_noise_model_type_lists_plugin_models_too(my_plugin):
 def test_simulate_uses_plugin_excitation_noise_model_and_robot(my_plugin):
     import robotid_sim as rid
 
-    ds = rid.simulate("myarm", {"type": "myexc", "harmonics": 3, "base_frequency": 1.0, "seed": 2},
-                      noise={"models": [{"type": "mynoise", "offset": 0.25}]}, rate_hz=100)
+    ds = rid.simulate(
+        "myarm",
+        {"type": "myexc", "harmonics": 3, "base_frequency": 1.0, "seed": 2},
+        noise={"models": [{"type": "mynoise", "offset": 0.25}]},
+        rate_hz=100,
+    )
     assert ds.metadata["robot"] == "planar3r"  # the URDF's robot name; loaded from the plugin's directory
     assert ds.metadata["noise"] == {"models": [{"type": "mynoise", "offset": 0.25, "signal": "tau"}]}
     assert ds.n_samples == 100 and ds.n_dof == 3
@@ -235,8 +260,7 @@ SCENARIO = {
     "robot": "myarm",
     "seed": 0,
     "excitation": {"type": "myexc", "harmonics": 4, "base_frequency": 0.5, "seed": 0},
-    "noise": {"models": [{"type": "mynoise", "offset": 0.01}, {"type": "gaussian_std", "signal": "tau",
-                                                                 "std": 0.01}]},
+    "noise": {"models": [{"type": "mynoise", "offset": 0.01}, {"type": "gaussian_std", "signal": "tau", "std": 0.01}]},
     "simulation": {"rate_hz": 100},
     "validation": {"trajectory_horizon": 0.0},
     "estimators": ["ols"],
@@ -267,8 +291,7 @@ def _estimator(name):
 
 
 def _controller(name):
-    return type(f"Ctrl_{name}", (_controller_base(),), {"__call__": lambda self, *a: None,
-                                                         "reset": lambda self: None})
+    return type(f"Ctrl_{name}", (_controller_base(),), {"__call__": lambda self, *a: None, "reset": lambda self: None})
 
 
 def _controller_base():
@@ -296,6 +319,7 @@ def _robot_factory(tmp_path):
         target = tmp_path / "clash_robots" / f"{name}_{len(list(tmp_path.glob('clash_robots/*')))}"
         shutil.copytree(REPO / "robots" / "planar3r", target)
         return target
+
     return make
 
 
@@ -305,8 +329,7 @@ REGISTRIES = {
     "controller": ("register_controllers", plugins.controllers, _controller, "pd"),
     "robot": ("register_robots", plugins.robots, None, "planar3r"),
     "noise model": ("register_noise_models", plugins.noise_models, _noise, "gaussian_snr"),
-    "excitation": ("register_excitations", plugins.excitations,
-                   lambda name: (lambda config, robot: None), "fourier"),
+    "excitation": ("register_excitations", plugins.excitations, lambda name: lambda config, robot: None, "fourier"),
     "model kind": ("register_model_kinds", plugins.model_kinds, _model_kind, "base_linear"),
 }
 
@@ -343,8 +366,10 @@ def test_first_registration_wins_and_the_second_plugin_is_broken(kind, tmp_path)
     infos = by_name(plugins.list_plugins())
     assert infos["first"].ok
     assert not infos["second"].ok
-    assert (f"{kind} 'dup_name' is already registered by plugin 'first'; plugin 'second' cannot register it again"
-            in infos["second"].error)
+    assert (
+        f"{kind} 'dup_name' is already registered by plugin 'first'; plugin 'second' cannot register it again"
+        in infos["second"].error
+    )
     assert f"{kind} second_only" in infos["second"].registers
 
 
@@ -369,8 +394,10 @@ def test_a_plugin_robot_with_a_bundled_name_does_not_replace_it(tmp_path):
     shutil.copytree(REPO / "robots" / "planar3r", tmp_path / "scara")
     register(_plugin("register_robots", {"scara": tmp_path / "scara"}), "robot_impostor")
     assert Path(rid.load_robot("scara").urdf_path).parent == bundled
-    assert "robot 'scara' is already registered by plugin 'core'" in by_name(plugins.broken_plugins())[
-        "robot_impostor"].error
+    assert (
+        "robot 'scara' is already registered by plugin 'core'"
+        in by_name(plugins.broken_plugins())["robot_impostor"].error
+    )
 
 
 # ------------------------------------------------------------------------ invalid entries
@@ -399,28 +426,53 @@ class AbstractNoise(NoiseModel):
 
 #: (hook, kind, name, make() -> the invalid entry, what the error says is expected)
 INVALID_CASES = [
-    ("register_estimators", "estimator", "bad_est", lambda: NotAnEstimator,
-     "expected a subclass of robotid_sim.identification.Estimator"),
+    (
+        "register_estimators",
+        "estimator",
+        "bad_est",
+        lambda: NotAnEstimator,
+        "expected a subclass of robotid_sim.identification.Estimator",
+    ),
     ("register_estimators", "estimator", "bad_instance", lambda: _estimator("x")(), "expected a subclass of"),
     ("register_controllers", "controller", "bad_ctrl", lambda: NoReset, "expected a"),
-    ("register_noise_models", "noise model", "bad_noise", lambda: NotAnEstimator,
-     "expected a subclass of robotid_sim.sim.noise.NoiseModel"),
+    (
+        "register_noise_models",
+        "noise model",
+        "bad_noise",
+        lambda: NotAnEstimator,
+        "expected a subclass of robotid_sim.sim.noise.NoiseModel",
+    ),
     ("register_noise_models", "noise model", "wrong_kind", lambda: Bias, "(it is kind = 'mynoise')"),
     ("register_noise_models", "noise model", "mutable", lambda: MutableNoise, "(it is not a frozen dataclass)"),
-    ("register_noise_models", "noise model", "abstract", lambda: AbstractNoise,
-     "(it is abstract: implement _perturb)"),
-    ("register_excitations", "excitation", "bad_exc", lambda: {"not": "callable"},
-     "expected a callable factory(config, robot) -> Excitation"),
-    ("register_model_kinds", "model kind", "bad_kind", lambda: NotAnEstimator,
-     "expected a subclass of robotid_sim.identification.IdentifiedModel"),
-    ("register_model_kinds", "model kind", "other_kind", lambda: _model_kind("some_kind"),
-     "with kind = 'other_kind' (got kind = 'some_kind')"),
+    ("register_noise_models", "noise model", "abstract", lambda: AbstractNoise, "(it is abstract: implement _perturb)"),
+    (
+        "register_excitations",
+        "excitation",
+        "bad_exc",
+        lambda: {"not": "callable"},
+        "expected a callable factory(config, robot) -> Excitation",
+    ),
+    (
+        "register_model_kinds",
+        "model kind",
+        "bad_kind",
+        lambda: NotAnEstimator,
+        "expected a subclass of robotid_sim.identification.IdentifiedModel",
+    ),
+    (
+        "register_model_kinds",
+        "model kind",
+        "other_kind",
+        lambda: _model_kind("some_kind"),
+        "with kind = 'other_kind' (got kind = 'some_kind')",
+    ),
     ("register_robots", "robot", "bad_robot", lambda: "/nonexistent/robot/dir", "has no robot.urdf"),
 ]
 
 
-@pytest.mark.parametrize(("hook", "kind", "name", "make", "expected"), INVALID_CASES,
-                         ids=[case[2] for case in INVALID_CASES])
+@pytest.mark.parametrize(
+    ("hook", "kind", "name", "make", "expected"), INVALID_CASES, ids=[case[2] for case in INVALID_CASES]
+)
 def test_invalid_entry_is_skipped_and_its_plugin_broken(hook, kind, name, make, expected, tmp_path):
     registry = REGISTRIES[kind][1]
     good = _maker(kind, tmp_path)("good_one")
@@ -435,15 +487,20 @@ def test_invalid_entry_is_skipped_and_its_plugin_broken(hook, kind, name, make, 
 def test_non_string_name_is_refused():
     register(_plugin("register_excitations", {3: my_excitation}), "numbered")
     assert 3 not in plugins.excitations()
-    assert "registers a excitation named 3; expected a non-empty string" in by_name(plugins.list_plugins())[
-        "numbered"].error
+    assert (
+        "registers a excitation named 3; expected a non-empty string"
+        in by_name(plugins.list_plugins())["numbered"].error
+    )
 
 
 def test_refused_estimator_lookup_says_why():
     register(_plugin("register_estimators", {"notanestimator": NotAnEstimator}), "badest")
-    with pytest.raises(PluginError, match=r"estimator 'notanestimator' cannot be used: plugin 'badest' registers "
-                                          r"estimator 'notanestimator' as class .*NotAnEstimator; expected a "
-                                          r"subclass of robotid_sim.identification.Estimator"):
+    with pytest.raises(
+        PluginError,
+        match=r"estimator 'notanestimator' cannot be used: plugin 'badest' registers "
+        r"estimator 'notanestimator' as class .*NotAnEstimator; expected a "
+        r"subclass of robotid_sim.identification.Estimator",
+    ):
         plugins.get_estimator("notanestimator")
 
 
@@ -451,8 +508,11 @@ def test_refused_noise_model_in_a_noise_list_is_a_config_error_saying_why():
     from robotid_sim.sim.noise import noise_from_config
 
     register(_plugin("register_noise_models", {"mutable": MutableNoise}), "badnoise")
-    with pytest.raises(ConfigError, match=r"'noise.models\[0\]': noise model 'mutable' cannot be used: .*"
-                                          r"not a frozen dataclass"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'noise.models\[0\]': noise model 'mutable' cannot be used: .*"
+        r"not a frozen dataclass",
+    ):
         noise_from_config({"models": [{"type": "mutable"}]})
 
 
@@ -470,10 +530,17 @@ def test_scenario_naming_a_refused_estimator_fails_with_one_line_and_exit_code_2
 
     register(_plugin("register_estimators", {"notanestimator": NotAnEstimator}), "badest")
     path = tmp_path / "bad_estimator.yaml"
-    path.write_text(yaml.safe_dump({**SCENARIO, "robot": "planar3r", "noise": None,
-                                    "excitation": {"type": "fourier", "harmonics": 3, "base_frequency": 0.5,
-                                                   "seed": 0},
-                                    "estimators": ["notanestimator"]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                **SCENARIO,
+                "robot": "planar3r",
+                "noise": None,
+                "excitation": {"type": "fourier", "harmonics": 3, "base_frequency": 0.5, "seed": 0},
+                "estimators": ["notanestimator"],
+            }
+        )
+    )
     with pytest.raises(PluginError, match="estimator 'notanestimator' cannot be used"):
         run_scenario(path, out_dir=tmp_path / "runs")
     capsys.readouterr()
@@ -510,8 +577,13 @@ def test_importing_the_plugin_machinery_and_listing_excitations_stays_light():
         assert "fourier" in names, names
         print(sorted(m for m in {HEAVY!r} if m in sys.modules))
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, plugins.PLUGINS_ENV_VAR: ""})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, plugins.PLUGINS_ENV_VAR: ""},
+    )
     assert result.returncode == 0, result.stderr
     after_import, after_excitations = result.stdout.splitlines()
     assert after_import == "[]", "import robotid_sim.plugins imported " + after_import

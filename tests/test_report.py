@@ -53,19 +53,43 @@ def make_study() -> StudyResult:
     qd = np.linspace(-2, 2, 101)
     friction_true = np.column_stack([0.3 * np.sign(qd) + 0.1 * (j + 1) * qd for j in range(n)])
     outcomes = [
-        EstimatorOutcome(name="wls", parameter_names=names, values=wls_values, std=np.full(b, 1e-3),
-                         true_values=truth, metrics=_metrics(tau, wls_pred, wls_values, truth, 0.02),
-                         tau_predicted=wls_pred, model_path="models/wls.json"),
-        EstimatorOutcome(name=ODD_NAME, parameter_names=names, values=rls_values, std=None, true_values=truth,
-                         metrics=_metrics(tau, rls_pred, rls_values, truth, 0.5), tau_predicted=rls_pred,
-                         history=history, history_t=np.linspace(0, 6, K)),
+        EstimatorOutcome(
+            name="wls",
+            parameter_names=names,
+            values=wls_values,
+            std=np.full(b, 1e-3),
+            true_values=truth,
+            metrics=_metrics(tau, wls_pred, wls_values, truth, 0.02),
+            tau_predicted=wls_pred,
+            model_path="models/wls.json",
+        ),
+        EstimatorOutcome(
+            name=ODD_NAME,
+            parameter_names=names,
+            values=rls_values,
+            std=None,
+            true_values=truth,
+            metrics=_metrics(tau, rls_pred, rls_values, truth, 0.5),
+            tau_predicted=rls_pred,
+            history=history,
+            history_t=np.linspace(0, 6, K),
+        ),
     ]
     return StudyResult(
-        title="unit <study>", robot_name="toy3", joint_names=joints, scenario={"name": "unit", "seed": 7},
-        t_validation=t, tau_measured=tau, tau_true=tau_true, outcomes=outcomes,
-        base_parameter_table=[(name, f"m{k} + 0.5*I{k}", float(v)) for k, (name, v) in enumerate(zip(names, truth, strict=True))],
+        title="unit <study>",
+        robot_name="toy3",
+        joint_names=joints,
+        scenario={"name": "unit", "seed": 7},
+        t_validation=t,
+        tau_measured=tau,
+        tau_true=tau_true,
+        outcomes=outcomes,
+        base_parameter_table=[
+            (name, f"m{k} + 0.5*I{k}", float(v)) for k, (name, v) in enumerate(zip(names, truth, strict=True))
+        ],
         friction_curves={"qd": qd, "true": friction_true, "wls": friction_true * 1.05, ODD_NAME: friction_true * 0.9},
-        notes=["validation noise seed offset 1"], info={"seed": "7", "noise": "gaussian 0.05"},
+        notes=["validation noise seed offset 1"],
+        info={"seed": "7", "noise": "gaussian 0.05"},
     )
 
 
@@ -82,8 +106,13 @@ def written(tmp_path_factory) -> dict[str, Path]:
 
 def test_write_report_draws_every_applicable_figure_as_a_png(written):
     pngs = {key: path for key, path in written.items() if path.suffix == ".png"}
-    assert set(pngs) == {"torque_comparison", "torque_errors", "parameter_errors", "friction_curves",
-                         f"convergence/{ODD_NAME}"}
+    assert set(pngs) == {
+        "torque_comparison",
+        "torque_errors",
+        "parameter_errors",
+        "friction_curves",
+        f"convergence/{ODD_NAME}",
+    }
     for path in pngs.values():
         assert path.parent.name == "plots"
         data = path.read_bytes()
@@ -98,7 +127,10 @@ def test_write_report_skips_friction_and_convergence_when_absent(study, tmp_path
     assert "friction_curves" not in written
     assert not any(key.startswith("convergence/") for key in written)
     assert sorted(p.name for p in (tmp_path / "run" / "plots").iterdir()) == [
-        "parameter_errors.png", "torque_comparison.png", "torque_errors.png"]
+        "parameter_errors.png",
+        "torque_comparison.png",
+        "torque_errors.png",
+    ]
 
 
 def test_markdown_comparison_table_names_both_estimators_and_bolds_the_best_rms(study, written):

@@ -25,7 +25,9 @@ _JOINT = """<?xml version="1.0"?>
 def test_unsupported_joint_type_is_rejected_by_name(jtype, tmp_path):
     path = tmp_path / "bad.urdf"
     path.write_text(_JOINT.format(type=jtype))
-    with pytest.raises(rid.ModelError, match=rf"'j1' has type '{jtype}'.*only revolute, continuous, prismatic and fixed"):
+    with pytest.raises(
+        rid.ModelError, match=rf"'j1' has type '{jtype}'.*only revolute, continuous, prismatic and fixed"
+    ):
         rid.load_robot(path)
 
 
@@ -73,7 +75,13 @@ GOOD_SIDECAR = {
 
 def test_sidecar_next_to_urdf_is_used(tmp_path):
     robot = rid.load_robot(_write_robot(tmp_path, GOOD_SIDECAR))
-    assert robot.parameter_names == [*(f"{k}1" for k in ["XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M"]), "Ia1", "fc1", "fv1", "S1"]
+    assert robot.parameter_names == [
+        *(f"{k}1" for k in ["XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M"]),
+        "Ia1",
+        "fc1",
+        "fv1",
+        "S1",
+    ]
 
 
 def test_sidecar_missing_field_is_named(tmp_path):
@@ -137,10 +145,14 @@ def test_standard_and_modified_dh_give_the_same_arm(tmp_path):
     from robotid_sim.robot.dh import dh_to_urdf
 
     link = {"mass": 1.5, "inertia": [0.01, 0, 0, 0.02, 0, 0.03]}
-    std = {"convention": "standard", "rows": [
-        {"a": 0.4, **link, "com": [-0.2, 0.01, 0.0]}, {"a": 0.3, **link, "com": [-0.15, 0.0, 0.02]}]}
-    mod = {"convention": "modified", "rows": [
-        {"a": 0.0, **link, "com": [0.2, 0.01, 0.0]}, {"a": 0.4, **link, "com": [0.15, 0.0, 0.02]}]}
+    std = {
+        "convention": "standard",
+        "rows": [{"a": 0.4, **link, "com": [-0.2, 0.01, 0.0]}, {"a": 0.3, **link, "com": [-0.15, 0.0, 0.02]}],
+    }
+    mod = {
+        "convention": "modified",
+        "rows": [{"a": 0.0, **link, "com": [0.2, 0.01, 0.0]}, {"a": 0.4, **link, "com": [0.15, 0.0, 0.02]}],
+    }
     (tmp_path / "s.urdf").write_text(dh_to_urdf(std))
     (tmp_path / "m.urdf").write_text(dh_to_urdf(mod))
     rs, rm = rid.load_robot(tmp_path / "s.urdf"), rid.load_robot(tmp_path / "m.urdf")

@@ -81,8 +81,7 @@ def test_simulator_turns_off_every_exactness_trap(robots):
 def test_excitation_outside_the_limits_is_refused(robots):
     robot = robots["planar3r"]
     # a 1 rad/s-amplitude velocity harmonic at 0.1 rad/s swings the joints ±10 rad
-    too_big = {"type": "fourier", "q0": [0.0, 0.0, 0.0], "a": [[1.0, -1.0]] * 3, "b": [[0.0, 0.0]] * 3,
-               "omega_f": 0.1}
+    too_big = {"type": "fourier", "q0": [0.0, 0.0, 0.0], "a": [[1.0, -1.0]] * 3, "b": [[0.0, 0.0]] * 3, "omega_f": 0.1}
     with pytest.raises(rid.ConfigError, match="leaves the (position|velocity|acceleration) limits of joint"):
         rid.simulate(robot, too_big)
 

@@ -68,8 +68,13 @@ def _assert_help(proc: subprocess.CompletedProcess) -> None:
 
 
 def test_cli_help_loads_no_heavy_package():
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "robotid_sim.cli", "--help"],
-                          capture_output=True, text=True, env=_env(), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "robotid_sim.cli", "--help"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
     _assert_help(proc)
 
 
@@ -77,8 +82,9 @@ def test_console_script_help_loads_no_heavy_package():
     script = Path(sys.executable).with_name("robotid-sim")
     if not script.is_file():
         pytest.skip("the robotid-sim console script is not installed next to this interpreter")
-    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True,
-                          env=_env(PYTHONPROFILEIMPORTTIME="1"), timeout=120)
+    proc = subprocess.run(
+        [str(script), "--help"], capture_output=True, text=True, env=_env(PYTHONPROFILEIMPORTTIME="1"), timeout=120
+    )
     _assert_help(proc)
 
 
@@ -109,10 +115,12 @@ def test_lazy_names_are_the_objects_of_their_defining_modules():
 
 def test_simulate_stays_the_function_after_its_submodule_is_imported():
     """``robotid_sim.sim.simulate`` is both a function and a sub-module; the function wins, as before."""
-    code = ("import robotid_sim.sim as s, robotid_sim.sim.simulate, sys; "
-            "from robotid_sim.sim import simulate; import robotid_sim; "
-            "assert callable(simulate) and simulate is s.simulate is robotid_sim.simulate, simulate; "
-            "assert sys.modules['robotid_sim.sim.simulate'].simulate is simulate")
+    code = (
+        "import robotid_sim.sim as s, robotid_sim.sim.simulate, sys; "
+        "from robotid_sim.sim import simulate; import robotid_sim; "
+        "assert callable(simulate) and simulate is s.simulate is robotid_sim.simulate, simulate; "
+        "assert sys.modules['robotid_sim.sim.simulate'].simulate is simulate"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
@@ -123,17 +131,25 @@ def test_version_is_defined_once_in_the_package():
     assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "robotid_sim.__version__"}
     # a literal assignment, so setuptools reads it without importing the package
     tree = ast.parse((ROOT / "robotid_sim" / "__init__.py").read_text())
-    literals = [node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                and [getattr(t, "id", None) for t in node.targets] == ["__version__"]
-                and isinstance(node.value, ast.Constant)]
+    literals = [
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and [getattr(t, "id", None) for t in node.targets] == ["__version__"]
+        and isinstance(node.value, ast.Constant)
+    ]
     assert literals == [robotid_sim.__version__]
     assert re.fullmatch(r"\d+\.\d+\.\d+([.-]?\w+)*", robotid_sim.__version__)
 
 
 def _packages_in_tree() -> dict[str, Path]:
     """Every package of the source tree, by the name it installs under."""
-    roots = {"robotid_sim": ROOT / "robotid_sim", "robotid_sim_plugins": ROOT / "plugins",
-             "robotid_sim_robots": ROOT / "robots", "robotid_sim_scenarios": ROOT / "scenarios"}
+    roots = {
+        "robotid_sim": ROOT / "robotid_sim",
+        "robotid_sim_plugins": ROOT / "plugins",
+        "robotid_sim_robots": ROOT / "robots",
+        "robotid_sim_scenarios": ROOT / "scenarios",
+    }
     found = {}
     for name, folder in roots.items():
         for init in folder.rglob("__init__.py"):
@@ -145,17 +161,23 @@ def _packages_in_tree() -> dict[str, Path]:
 
 def test_setuptools_discovers_every_package_of_the_tree():
     pytest.importorskip("setuptools")
-    code = ("import json; from setuptools.dist import Distribution; d = Distribution(); "
-            "d.parse_config_files(); d.set_defaults(); "
-            "print(json.dumps({'packages': d.packages, 'package_dir': d.package_dir, 'version': d.get_version()}))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=_env(),
-                          timeout=120)
+    code = (
+        "import json; from setuptools.dist import Distribution; d = Distribution(); "
+        "d.parse_config_files(); d.set_defaults(); "
+        "print(json.dumps({'packages': d.packages, 'package_dir': d.package_dir, 'version': d.get_version()}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=_env(), timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     missing = set(_packages_in_tree()) - set(found["packages"])
     assert not missing, f"packages left out of the distribution: {sorted(missing)}"
-    assert {"robotid_sim_plugins": "plugins", "robotid_sim_robots": "robots",
-            "robotid_sim_scenarios": "scenarios"}.items() <= found["package_dir"].items()
+    assert {
+        "robotid_sim_plugins": "plugins",
+        "robotid_sim_robots": "robots",
+        "robotid_sim_scenarios": "scenarios",
+    }.items() <= found["package_dir"].items()
     assert found["version"] == robotid_sim.__version__
 
 
@@ -168,9 +190,25 @@ def test_wheel_holds_every_module_robot_and_scenario(tmp_path):
         shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                           "--no-index", "-w", str(tmp_path / "dist"), str(src)],
-                          capture_output=True, text=True, env=_env(), timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("robotid_sim-*.whl")
     assert wheel.name.startswith(f"robotid_sim-{robotid_sim.__version__}-")
@@ -180,8 +218,11 @@ def test_wheel_holds_every_module_robot_and_scenario(tmp_path):
     for package, folder in _packages_in_tree().items():
         prefix = package.replace(".", "/")
         expected |= {f"{prefix}/{p.name}" for p in folder.glob("*.py")}
-    expected |= {f"robotid_sim_robots/{p.relative_to(ROOT / 'robots').as_posix()}"
-                 for pattern in ("*/*.urdf", "*/*.yaml") for p in (ROOT / "robots").glob(pattern)}
+    expected |= {
+        f"robotid_sim_robots/{p.relative_to(ROOT / 'robots').as_posix()}"
+        for pattern in ("*/*.urdf", "*/*.yaml")
+        for p in (ROOT / "robots").glob(pattern)
+    }
     expected |= {f"robotid_sim_scenarios/{p.name}" for p in (ROOT / "scenarios").glob("*.yaml")}
     assert any(n.endswith(".urdf") for n in expected) and any(n.startswith("robotid_sim_scenarios/") for n in expected)
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"

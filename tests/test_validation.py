@@ -22,7 +22,7 @@ def test_trajectory_error_is_zero_for_the_true_model_and_grows_with_parameter_er
     model = rid.identify(ds, robot, estimator="ols")
     # start in motion: at rest, exact Coulomb friction makes sign(0) vs sign(1e-15) chatter
     k0 = 300
-    args = (ds.truth.q[k0], ds.truth.qd[k0], ds.truth.tau[k0:k0 + 100], ds.dt)
+    args = (ds.truth.q[k0], ds.truth.qd[k0], ds.truth.tau[k0 : k0 + 100], ds.dt)
     reference, _ = rollout(robot.forward_dynamics, *args)
     exact = trajectory_error(model.forward_dynamics, reference, *args)
     assert np.all(exact < 1e-8)

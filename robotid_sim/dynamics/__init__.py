@@ -12,7 +12,14 @@ from robotid_sim.dynamics.friction import (
 )
 
 __all__ = [
-    "BaseParameters", "CoulombViscous", "FrictionModel", "NoFriction", "NonlinearExponent",
-    "Stribeck", "compute_base_parameters", "forward_dynamics_from_inverse", "friction_from_dict",
+    "BaseParameters",
+    "CoulombViscous",
+    "FrictionModel",
+    "NoFriction",
+    "NonlinearExponent",
+    "Stribeck",
+    "compute_base_parameters",
+    "forward_dynamics_from_inverse",
+    "friction_from_dict",
     "mass_matrix_from_inverse",
 ]

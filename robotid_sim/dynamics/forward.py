@@ -25,9 +25,7 @@ def mass_matrix_from_inverse(inverse: InverseFn, q: np.ndarray) -> np.ndarray:
     return (tau[1:] - tau[0]).transpose(1, 2, 0)
 
 
-def forward_dynamics_from_inverse(
-    inverse: InverseFn, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
-) -> np.ndarray:
+def forward_dynamics_from_inverse(inverse: InverseFn, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """qdd (N, n) solving inverse(q, qd, qdd) = tau for a model linear in qdd."""
     M = mass_matrix_from_inverse(inverse, q)
     return solve_forward(M, inverse(q, qd, np.zeros_like(q)), tau)

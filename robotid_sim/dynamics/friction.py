@@ -126,8 +126,13 @@ class CoulombViscous(FrictionModel):
         return np.stack([self.fc, self.fv, self.offset], axis=-1)
 
     def to_dict(self):
-        return {"model": self.kind, "fc": self.fc.tolist(), "fv": self.fv.tolist(),
-                "offset": self.offset.tolist(), "sign_smoothing": self.sign_smoothing}
+        return {
+            "model": self.kind,
+            "fc": self.fc.tolist(),
+            "fv": self.fv.tolist(),
+            "offset": self.offset.tolist(),
+            "sign_smoothing": self.sign_smoothing,
+        }
 
 
 @dataclass(frozen=True)
@@ -159,9 +164,14 @@ class NonlinearExponent(FrictionModel):
         return np.stack([self.fc, self.fv, self.offset], axis=-1)
 
     def to_dict(self):
-        return {"model": self.kind, "fc": self.fc.tolist(), "fv": self.fv.tolist(),
-                "offset": self.offset.tolist(), "alpha": self.alpha.tolist(),
-                "sign_smoothing": self.sign_smoothing}
+        return {
+            "model": self.kind,
+            "fc": self.fc.tolist(),
+            "fv": self.fv.tolist(),
+            "offset": self.offset.tolist(),
+            "alpha": self.alpha.tolist(),
+            "sign_smoothing": self.sign_smoothing,
+        }
 
 
 @dataclass(frozen=True)
@@ -198,8 +208,14 @@ class Stribeck(FrictionModel):
         return np.stack([self.fc, self.fs, self.fv], axis=-1)
 
     def to_dict(self):
-        return {"model": self.kind, "fc": self.fc.tolist(), "fs": self.fs.tolist(),
-                "fv": self.fv.tolist(), "vs": self.vs.tolist(), "sign_smoothing": self.sign_smoothing}
+        return {
+            "model": self.kind,
+            "fc": self.fc.tolist(),
+            "fs": self.fs.tolist(),
+            "fv": self.fv.tolist(),
+            "vs": self.vs.tolist(),
+            "sign_smoothing": self.sign_smoothing,
+        }
 
 
 # sidecar field holding each linear parameter (the offset S is written 'offset' in files)
@@ -223,18 +239,14 @@ def friction_from_dict(spec: dict | None, n: int) -> FrictionModel:
     spec = dict(spec)
     kind = spec.pop("model", None)
     if kind not in _MODELS:
-        raise ConfigError(
-            f"friction.model must be one of {sorted(_MODELS)}, got {kind!r}"
-        )
+        raise ConfigError(f"friction.model must be one of {sorted(_MODELS)}, got {kind!r}")
     cls, fields = _MODELS[kind]
     smoothing = float(spec.pop("sign_smoothing", 0.0))
     if smoothing < 0:
         raise ConfigError(f"friction.sign_smoothing must be >= 0, got {smoothing}")
     unknown = sorted(set(spec) - set(fields))
     if unknown:
-        raise ConfigError(
-            f"friction: unknown field(s) {unknown} for model '{kind}'; expected {list(fields)}"
-        )
+        raise ConfigError(f"friction: unknown field(s) {unknown} for model '{kind}'; expected {list(fields)}")
     missing = [f for f in fields if f not in spec and f != "offset"]
     if missing:
         raise ConfigError(f"friction: missing field(s) {missing} for model '{kind}'")

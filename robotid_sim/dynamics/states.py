@@ -20,9 +20,7 @@ def as_states(n: int, **arrays) -> list[np.ndarray]:
         if arr.ndim == 1 and arr.shape[0] == n:
             arr = arr[None, :]
         if arr.ndim != 2 or arr.shape[1] != n:
-            raise DataError(
-                f"'{name}' must have shape (N, {n}) for this {n}-joint robot, got {np.shape(x)}"
-            )
+            raise DataError(f"'{name}' must have shape (N, {n}) for this {n}-joint robot, got {np.shape(x)}")
         if N is None:
             N = arr.shape[0]
         elif arr.shape[0] != N:

@@ -68,11 +68,28 @@ if TYPE_CHECKING:
     from robotid_sim.excitation.stepwise import SLOW_SPEED, ConstantVelocity, StepwiseExcitation
 
 __all__ = [
-    "SLOW_SPEED", "STEPWISE_LABELS", "Concatenation", "ConstantVelocity",
-    "Excitation", "FourierExcitation", "Hold", "JointLimits", "OptimizationResult",
-    "QuinticPolynomial", "Segment", "SequentialSine", "SingleJointSine", "StepwiseExcitation",
-    "concatenate", "condition_number", "excitation_from_config", "minimum_durations",
-    "optimize_fourier", "prismatic_sines", "project_start_stop", "rest_to_rest_duration",
+    "SLOW_SPEED",
+    "STEPWISE_LABELS",
+    "Concatenation",
+    "ConstantVelocity",
+    "Excitation",
+    "FourierExcitation",
+    "Hold",
+    "JointLimits",
+    "OptimizationResult",
+    "QuinticPolynomial",
+    "Segment",
+    "SequentialSine",
+    "SingleJointSine",
+    "StepwiseExcitation",
+    "concatenate",
+    "condition_number",
+    "excitation_from_config",
+    "minimum_durations",
+    "optimize_fourier",
+    "prismatic_sines",
+    "project_start_stop",
+    "rest_to_rest_duration",
     "time_grid",
 ]
 

@@ -87,8 +87,9 @@ class JointLimits:
     names: tuple[str, ...] = ()
 
     def __post_init__(self):
-        arrays = [np.atleast_1d(np.asarray(getattr(self, k), float))
-                  for k in ("lower", "upper", "velocity", "acceleration")]
+        arrays = [
+            np.atleast_1d(np.asarray(getattr(self, k), float)) for k in ("lower", "upper", "velocity", "acceleration")
+        ]
         n = arrays[0].shape[0]
         for key, arr in zip(("lower", "upper", "velocity", "acceleration"), arrays, strict=True):
             if arr.shape != (n,):
@@ -96,8 +97,9 @@ class JointLimits:
             object.__setattr__(self, key, arr)
         if np.any(self.upper < self.lower):
             j = int(np.argmax(self.upper < self.lower))
-            raise ConfigError(f"joint {j + 1}: upper position limit {self.upper[j]} is below the "
-                              f"lower limit {self.lower[j]}")
+            raise ConfigError(
+                f"joint {j + 1}: upper position limit {self.upper[j]} is below the lower limit {self.lower[j]}"
+            )
         if np.any(~(self.velocity > 0)) or np.any(~(self.acceleration > 0)):
             raise ConfigError("velocity and acceleration limits must be positive for every joint")
         names = tuple(self.names) or tuple(f"joint{j + 1}" for j in range(n))
@@ -116,12 +118,15 @@ class JointLimits:
             return robot_or_limits
         try:
             lower, upper = robot_or_limits.position_limits
-            return cls(lower, upper, robot_or_limits.velocity_limit,
-                       robot_or_limits.acceleration_limit, tuple(robot_or_limits.joint_names))
+            return cls(
+                lower,
+                upper,
+                robot_or_limits.velocity_limit,
+                robot_or_limits.acceleration_limit,
+                tuple(robot_or_limits.joint_names),
+            )
         except AttributeError as exc:
-            raise ConfigError(
-                f"expected a Robot or JointLimits, got {type(robot_or_limits).__name__}"
-            ) from exc
+            raise ConfigError(f"expected a Robot or JointLimits, got {type(robot_or_limits).__name__}") from exc
 
     def shrunk(self, margin: float) -> JointLimits:
         """Limits with a safety ``margin`` (fraction in [0, 1)) kept free.
@@ -134,15 +139,18 @@ class JointLimits:
         if margin == 0.0:
             return self
         width = np.where(np.isfinite(self.upper - self.lower), self.upper - self.lower, 0.0)
-        return JointLimits(self.lower + 0.5 * margin * width, self.upper - 0.5 * margin * width,
-                           (1 - margin) * self.velocity, (1 - margin) * self.acceleration,
-                           self.names)
+        return JointLimits(
+            self.lower + 0.5 * margin * width,
+            self.upper - 0.5 * margin * width,
+            (1 - margin) * self.velocity,
+            (1 - margin) * self.acceleration,
+            self.names,
+        )
 
     def centre(self) -> np.ndarray:
         """Middle of each position range (n,); 0 for continuous joints."""
         finite = np.isfinite(self.lower) & np.isfinite(self.upper)
-        return np.where(finite, 0.5 * (np.where(finite, self.lower, 0) + np.where(finite, self.upper, 0)),
-                        0.0)
+        return np.where(finite, 0.5 * (np.where(finite, self.lower, 0) + np.where(finite, self.upper, 0)), 0.0)
 
 
 def time_grid(duration: float, rate_hz: float) -> np.ndarray:
@@ -228,13 +236,12 @@ class Excitation(ABC):
         """``(t, q, qd, qdd)`` on the grid at ``rate_hz``, in chunks of bounded memory."""
         t = time_grid(self.duration, rate_hz)
         for start in range(0, t.shape[0], _CHUNK):
-            tc = t[start:start + _CHUNK]
+            tc = t[start : start + _CHUNK]
             yield (tc, *self.evaluate(tc))
 
     def peak_values(self, rate_hz: float = CHECK_RATE_HZ) -> tuple[np.ndarray, ...]:
         """Extremes on a dense grid: ``(q_min, q_max, |qd|_max, |qdd|_max)``, each (n,)."""
-        peaks = [np.full(self.n_dof, np.inf), np.full(self.n_dof, -np.inf),
-                 np.zeros(self.n_dof), np.zeros(self.n_dof)]
+        peaks = [np.full(self.n_dof, np.inf), np.full(self.n_dof, -np.inf), np.zeros(self.n_dof), np.zeros(self.n_dof)]
         for _, q, qd, qdd in self._chunks(rate_hz):
             peaks[0] = np.minimum(peaks[0], q.min(0))
             peaks[1] = np.maximum(peaks[1], q.max(0))
@@ -264,10 +271,14 @@ class Excitation(ABC):
             checks = (
                 ("position", q, q < lim.lower - tol, "below the lower limit", lim.lower),
                 ("position", q, q > lim.upper + tol, "above the upper limit", lim.upper),
-                ("velocity", np.abs(qd), np.abs(qd) > lim.velocity + tol, "above the limit",
-                 lim.velocity),
-                ("acceleration", np.abs(qdd), np.abs(qdd) > lim.acceleration + tol,
-                 "above the limit", lim.acceleration),
+                ("velocity", np.abs(qd), np.abs(qd) > lim.velocity + tol, "above the limit", lim.velocity),
+                (
+                    "acceleration",
+                    np.abs(qdd),
+                    np.abs(qdd) > lim.acceleration + tol,
+                    "above the limit",
+                    lim.acceleration,
+                ),
             )
             for quantity, values, bad, words, bound in checks:
                 if not bad.any():
@@ -280,8 +291,7 @@ class Excitation(ABC):
                     f"{words} {bound[j]:.6g} (margin {margin:g}); reduce amplitudes or "
                     "frequencies, or raise the limits"
                 )
-        logger.debug("excitation '%s' is inside the limits on %d samples", self.type_name,
-                     n_samples)
+        logger.debug("excitation '%s' is inside the limits on %d samples", self.type_name, n_samples)
 
 
 # ---------------------------------------------------------------------- building blocks
@@ -324,8 +334,7 @@ class Hold(Excitation):
         return (Segment(self.label, 0.0, self.duration),)
 
     def describe(self) -> dict:
-        return {"type": "hold", "pose": self.pose.tolist(), "duration": self.duration,
-                "label": self.label}
+        return {"type": "hold", "pose": self.pose.tolist(), "duration": self.duration, "label": self.label}
 
 
 @dataclass(frozen=True, eq=False)
@@ -350,8 +359,7 @@ class Concatenation(Excitation):
         if not parts:
             raise ConfigError("a sequence of excitations needs at least one part")
         if len({p.n_dof for p in parts}) != 1:
-            raise ConfigError(f"all parts must have the same number of joints, got "
-                              f"{[p.n_dof for p in parts]}")
+            raise ConfigError(f"all parts must have the same number of joints, got {[p.n_dof for p in parts]}")
         labels = tuple(self.labels) or (None,) * len(parts)
         if len(labels) != len(parts):
             raise ConfigError(f"{len(parts)} parts but {len(labels)} labels")
@@ -411,16 +419,15 @@ class Concatenation(Excitation):
             after = self.parts[k].evaluate([0.0])
             for name, x, y in zip(("q", "qd", "qdd"), before, after, strict=True):
                 if not np.allclose(x, y, atol=atol, rtol=0):
-                    raise ConfigError(f"{name} jumps by {np.abs(x - y).max():.3g} between parts "
-                                      f"{k} and {k + 1} of the sequence")
+                    raise ConfigError(
+                        f"{name} jumps by {np.abs(x - y).max():.3g} between parts {k} and {k + 1} of the sequence"
+                    )
 
     def describe(self) -> dict:
-        return {"type": "sequence", "parts": [p.describe() for p in self.parts],
-                "labels": list(self.labels)}
+        return {"type": "sequence", "parts": [p.describe() for p in self.parts], "labels": list(self.labels)}
 
 
-def concatenate(parts: Sequence[Excitation], labels: Sequence[str | None] | None = None
-                ) -> Concatenation:
+def concatenate(parts: Sequence[Excitation], labels: Sequence[str | None] | None = None) -> Concatenation:
     """Play ``parts`` one after another (see :class:`Concatenation`)."""
     return Concatenation(tuple(parts), tuple(labels) if labels is not None else ())
 

@@ -105,8 +105,9 @@ def start_stop_basis(harmonics: int) -> tuple[np.ndarray, np.ndarray]:
     x, y (L−1,): the optimiser searches in these coordinates.
     """
     if harmonics < 2:
-        raise ConfigError(f"a Fourier excitation with start/stop constraints needs at least 2 "
-                          f"harmonics, got {harmonics}")
+        raise ConfigError(
+            f"a Fourier excitation with start/stop constraints needs at least 2 harmonics, got {harmonics}"
+        )
     ell = np.arange(1, harmonics + 1, dtype=float)
     bases = []
     for v in (np.ones(harmonics), ell):
@@ -165,10 +166,8 @@ def fit_coefficients_into_limits(
     ok = (v_peak > 1e-12 * limits.velocity).all(-1)
     width = limits.upper - limits.lower
     with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.minimum(limits.velocity / np.maximum(v_peak, tiny),
-                       limits.acceleration / np.maximum(a_peak, tiny))
-        s = np.minimum(s, np.where(np.isfinite(width), width / np.maximum(p_hi - p_lo, tiny),
-                                   np.inf))
+        s = np.minimum(limits.velocity / np.maximum(v_peak, tiny), limits.acceleration / np.maximum(a_peak, tiny))
+        s = np.minimum(s, np.where(np.isfinite(width), width / np.maximum(p_hi - p_lo, tiny), np.inf))
     if not fill:
         s = np.minimum(s, 1.0)
     s = np.where(np.isfinite(s), s, 0.0)
@@ -205,8 +204,10 @@ class FourierExcitation(Excitation):
         a = np.atleast_2d(np.asarray(self.a, float))
         b = np.atleast_2d(np.asarray(self.b, float))
         if q0.ndim != 1 or a.shape != (q0.shape[0], a.shape[-1]) or b.shape != a.shape:
-            raise ConfigError(f"Fourier excitation needs q0 (n,), a (n, L) and b (n, L) with the "
-                              f"same n and L; got {q0.shape}, {a.shape}, {b.shape}")
+            raise ConfigError(
+                f"Fourier excitation needs q0 (n,), a (n, L) and b (n, L) with the "
+                f"same n and L; got {q0.shape}, {a.shape}, {b.shape}"
+            )
         if not (np.isfinite(q0).all() and np.isfinite(a).all() and np.isfinite(b).all()):
             raise ConfigError("Fourier coefficients contain NaN or inf")
         if not (np.isfinite(self.omega_f) and self.omega_f > 0):
@@ -248,8 +249,14 @@ class FourierExcitation(Excitation):
         return self.q0 + (self.b / harmonic_pulsations(self.omega_f, self.harmonics)).sum(1)
 
     def describe(self) -> dict:
-        return {"type": "fourier", "q0": as_float_list(self.q0), "a": as_float_list(self.a),
-                "b": as_float_list(self.b), "omega_f": self.omega_f, "periods": self.periods}
+        return {
+            "type": "fourier",
+            "q0": as_float_list(self.q0),
+            "a": as_float_list(self.a),
+            "b": as_float_list(self.b),
+            "omega_f": self.omega_f,
+            "periods": self.periods,
+        }
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, t):
@@ -271,13 +278,11 @@ class FourierExcitation(Excitation):
         """The same trajectory played ``k`` times as often (periods × k)."""
         return FourierExcitation(self.q0, self.a, self.b, self.omega_f, self.periods * int(k))
 
-    def fit_into_limits(self, robot, margin: float = 0.0, centre=0.5, fill: bool = True
-                        ) -> FourierExcitation:
+    def fit_into_limits(self, robot, margin: float = 0.0, centre=0.5, fill: bool = True) -> FourierExcitation:
         """Copy scaled per joint into the limits of ``robot`` (see
         :func:`fit_coefficients_into_limits`); the start pose is re-placed by ``centre``."""
         limits = JointLimits.of(robot).shrunk(margin)
-        q0, a, b, ok = fit_coefficients_into_limits(self.a, self.b, self.omega_f, limits,
-                                                    centre=centre, fill=fill)
+        q0, a, b, ok = fit_coefficients_into_limits(self.a, self.b, self.omega_f, limits, centre=centre, fill=fill)
         if not ok:
             logger.warning("some joints of the Fourier excitation do not move (zero coefficients)")
         return FourierExcitation(q0, a, b, self.omega_f, self.periods)
@@ -312,4 +317,5 @@ class FourierExcitation(Excitation):
         x = rng.uniform(-1, 1, size=(limits.n_dof, 2, harmonics - 1))
         a, b = x[:, 0] @ Na.T, x[:, 1] @ Nb.T
         return cls(np.zeros(limits.n_dof), a, b, 2 * np.pi * base_frequency, periods).fit_into_limits(
-            limits, margin=margin)
+            limits, margin=margin
+        )

@@ -54,15 +54,16 @@ logger = logging.getLogger(__name__)
 
 Builder = Callable[[dict, Any], Excitation]
 
-_OPTIMIZE_KEYS = ("maxiter", "popsize", "sample_rate_hz", "tol", "mutation", "recombination",
-                  "max_time_s")
+_OPTIMIZE_KEYS = ("maxiter", "popsize", "sample_rate_hz", "tol", "mutation", "recombination", "max_time_s")
 
 
 def _check_keys(kind: str, mapping: Mapping, allowed: tuple[str, ...]) -> None:
     unknown = sorted(set(mapping) - set(allowed) - {"type"})
     if unknown:
-        raise ConfigError(f"unknown field(s) {', '.join(repr(k) for k in unknown)} for excitation "
-                          f"type '{kind}'; valid fields: {', '.join(sorted(allowed))}")
+        raise ConfigError(
+            f"unknown field(s) {', '.join(repr(k) for k in unknown)} for excitation "
+            f"type '{kind}'; valid fields: {', '.join(sorted(allowed))}"
+        )
 
 
 def _options(kind: str, cfg: Mapping, allowed: tuple[str, ...]) -> dict:
@@ -84,8 +85,7 @@ def build_fourier(cfg: dict, robot) -> Excitation:
         missing = [k for k in ("q0", "a", "b", "omega_f") if k not in cfg]
         if missing:
             raise ConfigError(f"explicit Fourier excitation misses {missing}; give q0, a, b, omega_f")
-        return FourierExcitation(cfg["q0"], cfg["a"], cfg["b"], float(cfg["omega_f"]),
-                                 int(cfg.get("periods", 1)))
+        return FourierExcitation(cfg["q0"], cfg["a"], cfg["b"], float(cfg["omega_f"]), int(cfg.get("periods", 1)))
     _check_keys("fourier", cfg, recipe)
     _need_robot("fourier", robot)
     harmonics = int(cfg.get("harmonics", 5))
@@ -95,22 +95,19 @@ def build_fourier(cfg: dict, robot) -> Excitation:
     margin = float(cfg.get("margin", 0.0))
     opt = cfg.get("optimize", False)
     if opt is False or opt is None:
-        return FourierExcitation.random(robot, harmonics, base_frequency, seed=seed,
-                                        periods=periods, margin=margin)
+        return FourierExcitation.random(robot, harmonics, base_frequency, seed=seed, periods=periods, margin=margin)
     opt = {} if opt is True else opt
     if not isinstance(opt, Mapping):
         raise ConfigError(f"'optimize' must be true, false or a mapping of options, got {opt!r}")
     _check_keys("fourier.optimize", opt, _OPTIMIZE_KEYS)
     from robotid_sim.excitation.optimize import optimize_fourier  # SciPy: only when optimising
 
-    result = optimize_fourier(robot, harmonics, base_frequency, periods=periods, margin=margin,
-                              seed=seed, **opt)
+    result = optimize_fourier(robot, harmonics, base_frequency, periods=periods, margin=margin, seed=seed, **opt)
     return result.excitation
 
 
 def build_sequential_sine(cfg: dict, robot) -> Excitation:
-    keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles",
-            "margin")
+    keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles", "margin")
     options = _options("sequential_sine", cfg, keys)
     _need_robot("sequential_sine", robot)
     return SequentialSine(robot, **options)
@@ -122,9 +119,22 @@ def build_single_joint_sine(cfg: dict, robot) -> Excitation:
 
 
 def build_polynomial(cfg: dict, robot) -> Excitation:
-    keys = ("waypoints", "q_start", "q_end", "via", "random_waypoints", "seed", "margin",
-            "durations", "duration", "back_and_forth", "sine_amplitude", "sine_frequency",
-            "prismatic_sine", "ramp_fraction")
+    keys = (
+        "waypoints",
+        "q_start",
+        "q_end",
+        "via",
+        "random_waypoints",
+        "seed",
+        "margin",
+        "durations",
+        "duration",
+        "back_and_forth",
+        "sine_amplitude",
+        "sine_frequency",
+        "prismatic_sine",
+        "ramp_fraction",
+    )
     _check_keys("polynomial", cfg, keys)
     if "durations" in cfg and "duration" in cfg:
         raise ConfigError("give 'durations' or 'duration' for a polynomial excitation, not both")
@@ -136,16 +146,16 @@ def build_polynomial(cfg: dict, robot) -> Excitation:
         ps = cfg["prismatic_sine"]
         if not isinstance(ps, Mapping) or set(ps) - {"amplitude", "frequency"}:
             raise ConfigError("'prismatic_sine' must be a mapping with 'amplitude' and 'frequency'")
-        amp, freq = prismatic_sines(robot.joint_kinds, ps.get("amplitude", 0.0),
-                                    ps.get("frequency", 1.0))
+        amp, freq = prismatic_sines(robot.joint_kinds, ps.get("amplitude", 0.0), ps.get("frequency", 1.0))
     if "waypoints" in cfg:
         chain = np.atleast_2d(np.asarray(cfg["waypoints"], float))
     elif "q_start" in cfg or "q_end" in cfg:
         if "q_start" not in cfg or "q_end" not in cfg:
             raise ConfigError("give both 'q_start' and 'q_end'")
         via = np.asarray(cfg.get("via", np.zeros((0, len(cfg["q_start"])))), float)
-        chain = np.vstack([np.atleast_2d(cfg["q_start"]), via.reshape(-1, len(cfg["q_start"])),
-                           np.atleast_2d(cfg["q_end"])])
+        chain = np.vstack(
+            [np.atleast_2d(cfg["q_start"]), via.reshape(-1, len(cfg["q_start"])), np.atleast_2d(cfg["q_end"])]
+        )
     else:
         _need_robot("polynomial", robot)
         count = int(cfg.get("random_waypoints", 3))
@@ -164,17 +174,35 @@ def build_polynomial(cfg: dict, robot) -> Excitation:
     if isinstance(duration, str) and duration == "auto":
         _need_robot("polynomial", robot)
     return QuinticPolynomial(
-        chain[0], chain[-1], duration, via=chain[1:-1],
-        back_and_forth=bool(cfg.get("back_and_forth", False)), sine_amplitude=amp,
-        sine_frequency=freq, ramp_fraction=float(cfg.get("ramp_fraction", 0.25)),
+        chain[0],
+        chain[-1],
+        duration,
+        via=chain[1:-1],
+        back_and_forth=bool(cfg.get("back_and_forth", False)),
+        sine_amplitude=amp,
+        sine_frequency=freq,
+        ramp_fraction=float(cfg.get("ramp_fraction", 0.25)),
         limits=robot,
     )
 
 
 def build_stepwise(cfg: dict, robot) -> Excitation:
-    keys = ("n_poses", "poses", "static_duration", "slow_speed", "speeds", "cruise_time",
-            "min_cruise_time", "fourier_segments", "harmonics", "base_frequency",
-            "fourier_periods", "pose_spread", "margin", "seed")
+    keys = (
+        "n_poses",
+        "poses",
+        "static_duration",
+        "slow_speed",
+        "speeds",
+        "cruise_time",
+        "min_cruise_time",
+        "fourier_segments",
+        "harmonics",
+        "base_frequency",
+        "fourier_periods",
+        "pose_spread",
+        "margin",
+        "seed",
+    )
     options = _options("stepwise", cfg, keys)
     _need_robot("stepwise", robot)
     return StepwiseExcitation(robot, **options)
@@ -215,8 +243,7 @@ def excitation_from_config(mapping: Mapping[str, Any], robot=None) -> Excitation
             or invalid value, or a joint-count mismatch.
     """
     if not isinstance(mapping, Mapping):
-        raise ConfigError(f"an excitation config must be a mapping with a 'type', got "
-                          f"{type(mapping).__name__}")
+        raise ConfigError(f"an excitation config must be a mapping with a 'type', got {type(mapping).__name__}")
     from robotid_sim import plugins
 
     kind = mapping.get("type")
@@ -228,14 +255,17 @@ def excitation_from_config(mapping: Mapping[str, Any], robot=None) -> Excitation
         if isinstance(kind, str) and kind in plugins.rejected("register_excitations"):  # refused: say why
             raise ConfigError(str(exc)) from None
         known = plugins.excitations()
-        raise ConfigError(f"unknown excitation type {kind!r}; valid types: {', '.join(sorted(known))}"
-                          f"{plugins.unknown_name_hint(kind, known)}") from None
+        raise ConfigError(
+            f"unknown excitation type {kind!r}; valid types: {', '.join(sorted(known))}"
+            f"{plugins.unknown_name_hint(kind, known)}"
+        ) from None
     try:
         excitation = builder(dict(mapping), robot)
     except (TypeError, KeyError) as exc:
         raise ConfigError(f"bad excitation config for type '{kind}': {exc}") from exc
     if robot is not None and excitation.n_dof != JointLimits.of(robot).n_dof:
-        raise ConfigError(f"excitation '{kind}' has {excitation.n_dof} joints but the robot has "
-                          f"{JointLimits.of(robot).n_dof}")
+        raise ConfigError(
+            f"excitation '{kind}' has {excitation.n_dof} joints but the robot has {JointLimits.of(robot).n_dof}"
+        )
     logger.debug("built excitation '%s' (%.2f s)", kind, excitation.duration)
     return excitation

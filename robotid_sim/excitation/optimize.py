@@ -85,14 +85,18 @@ class OptimizationResult:
 
     def summary(self) -> dict:
         """JSON-able summary (no trajectory)."""
-        return {"start_condition": self.start_condition, "final_condition": self.final_condition,
-                "n_evaluations": self.n_evaluations, "n_generations": self.n_generations,
-                "elapsed_s": self.elapsed_s, "message": self.message,
-                "history": [float(h) for h in self.history]}
+        return {
+            "start_condition": self.start_condition,
+            "final_condition": self.final_condition,
+            "n_evaluations": self.n_evaluations,
+            "n_generations": self.n_generations,
+            "elapsed_s": self.elapsed_s,
+            "message": self.message,
+            "history": [float(h) for h in self.history],
+        }
 
 
-def condition_number(robot, excitation: Excitation, sample_rate_hz: float = 20.0,
-                     one_period: bool = True) -> float:
+def condition_number(robot, excitation: Excitation, sample_rate_hz: float = 20.0, one_period: bool = True) -> float:
     """cond of the stacked base regressor along an excitation (seed 001 Eq. 12).
 
     Args:
@@ -122,8 +126,7 @@ def _period_grid(period: float, sample_rate_hz: float) -> np.ndarray:
 class _Objective:
     """cond(base regressor) of a population of decoded Fourier coefficient vectors."""
 
-    def __init__(self, robot, limits: JointLimits, harmonics: int, omega_f: float,
-                 sample_rate_hz: float):
+    def __init__(self, robot, limits: JointLimits, harmonics: int, omega_f: float, sample_rate_hz: float):
         self.robot = robot
         self.base = robot.base_parameters()
         self.limits = limits
@@ -154,10 +157,11 @@ class _Objective:
         k = self.L - 1
         z = x.T.reshape(M, self.n, 2 * k + 1)
         a = z[..., :k] @ self.Na.T
-        b = z[..., k:2 * k] @ self.Nb.T
+        b = z[..., k : 2 * k] @ self.Nb.T
         centre = z[..., 2 * k]
-        return fit_coefficients_into_limits(a, b, self.omega_f, self.limits, centre=centre,
-                                            points_per_harmonic=points_per_harmonic)
+        return fit_coefficients_into_limits(
+            a, b, self.omega_f, self.limits, centre=centre, points_per_harmonic=points_per_harmonic
+        )
 
     def excitation(self, x: np.ndarray, periods: int = 1) -> FourierExcitation:
         q0, a, b, _ = self.decode(np.asarray(x, float)[:, None], points_per_harmonic=1000)
@@ -258,9 +262,20 @@ def optimize_fourier(
             raise StopIteration
 
     result = differential_evolution(
-        objective, objective.bounds(), maxiter=int(maxiter), popsize=int(popsize), tol=tol,
-        mutation=mutation, recombination=recombination, seed=rng, callback=callback,
-        polish=False, init="latinhypercube", x0=x0, vectorized=True, updating="deferred",
+        objective,
+        objective.bounds(),
+        maxiter=int(maxiter),
+        popsize=int(popsize),
+        tol=tol,
+        mutation=mutation,
+        recombination=recombination,
+        seed=rng,
+        callback=callback,
+        polish=False,
+        init="latinhypercube",
+        x0=x0,
+        vectorized=True,
+        updating="deferred",
     )
     elapsed = time.perf_counter() - began
     start = objective.excitation(x0, periods)
@@ -269,14 +284,24 @@ def optimize_fourier(
     final_cond = condition_number(robot, final, sample_rate_hz)
     if final_cond > start_cond:  # only possible through the last-digit rescaling: keep the start
         final, final_cond = start, start_cond
-    logger.info("Fourier excitation for %s: cond %.4g -> %.4g in %d generations (%.1f s, %s)",
-                getattr(robot, "name", "robot"), start_cond, final_cond, len(history), elapsed,
-                result.message)
+    logger.info(
+        "Fourier excitation for %s: cond %.4g -> %.4g in %d generations (%.1f s, %s)",
+        getattr(robot, "name", "robot"),
+        start_cond,
+        final_cond,
+        len(history),
+        elapsed,
+        result.message,
+    )
     return OptimizationResult(
-        excitation=final, start_excitation=start, start_condition=start_cond,
-        final_condition=final_cond, history=np.asarray(history), n_evaluations=objective.n_evaluations,
-        n_generations=len(history), elapsed_s=elapsed, message=str(result.message),
+        excitation=final,
+        start_excitation=start,
+        start_condition=start_cond,
+        final_condition=final_cond,
+        history=np.asarray(history),
+        n_evaluations=objective.n_evaluations,
+        n_generations=len(history),
+        elapsed_s=elapsed,
+        message=str(result.message),
         sample_rate_hz=float(sample_rate_hz),
     )
-
-

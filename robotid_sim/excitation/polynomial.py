@@ -52,8 +52,10 @@ def _sine_arrays(amplitude, frequency, n: int) -> tuple[np.ndarray, np.ndarray]:
     if freq.ndim == 0:
         freq = np.broadcast_to(freq, amp.shape)
     if amp.ndim != 2 or amp.shape[0] != n or freq.shape != amp.shape:
-        raise ConfigError(f"sine_amplitude and sine_frequency must be (n,) or (n, S) with n = {n}; "
-                          f"got {np.shape(amplitude)} and {np.shape(frequency)}")
+        raise ConfigError(
+            f"sine_amplitude and sine_frequency must be (n,) or (n, S) with n = {n}; "
+            f"got {np.shape(amplitude)} and {np.shape(frequency)}"
+        )
     if not (np.isfinite(amp).all() and np.isfinite(freq).all()) or np.any(freq < 0):
         raise ConfigError("sine amplitudes and frequencies must be finite, frequencies >= 0")
     return amp.copy(), np.ascontiguousarray(freq, dtype=float)
@@ -131,8 +133,7 @@ class QuinticPolynomial(Excitation):
         amp, freq = _sine_arrays(sine_amplitude, sine_frequency, n)
         if isinstance(duration, str):
             if duration != "auto" or limits is None:
-                raise ConfigError("duration must be seconds, a list of seconds, or 'auto' together "
-                                  "with limits=robot")
+                raise ConfigError("duration must be seconds, a list of seconds, or 'auto' together with limits=robot")
             durations = minimum_durations(waypoints, limits, amp, freq, ramp_fraction)
         else:
             d = np.atleast_1d(np.asarray(duration, float))
@@ -150,8 +151,9 @@ class QuinticPolynomial(Excitation):
         waypoints = np.atleast_2d(np.asarray(waypoints, float))
         durations = np.atleast_1d(np.asarray(durations, float))
         if waypoints.shape[0] < 2 or durations.shape != (waypoints.shape[0] - 1,):
-            raise ConfigError(f"need K >= 2 waypoints (K, n) and K−1 durations; got "
-                              f"{waypoints.shape} and {durations.shape}")
+            raise ConfigError(
+                f"need K >= 2 waypoints (K, n) and K−1 durations; got {waypoints.shape} and {durations.shape}"
+            )
         if not np.isfinite(waypoints).all():
             raise ConfigError("waypoints contain NaN or inf")
         if not np.all(durations > 0):
@@ -166,8 +168,9 @@ class QuinticPolynomial(Excitation):
         object.__setattr__(self, "ramp_fraction", float(ramp_fraction))
 
     @classmethod
-    def through(cls, waypoints, durations, *, sine_amplitude=None, sine_frequency=None,
-                ramp_fraction: float = 0.25) -> QuinticPolynomial:
+    def through(
+        cls, waypoints, durations, *, sine_amplitude=None, sine_frequency=None, ramp_fraction: float = 0.25
+    ) -> QuinticPolynomial:
         """Moves through ``waypoints`` (K, n) with ``durations`` (K−1,) exactly as given."""
         self = cls.__new__(cls)
         n = np.atleast_2d(np.asarray(waypoints, float)).shape[1]
@@ -215,12 +218,14 @@ class QuinticPolynomial(Excitation):
 
     @property
     def segments(self):
-        return tuple(Segment("move", float(s), float(s + d))
-                     for s, d in zip(self.starts, self.durations, strict=True))
+        return tuple(Segment("move", float(s), float(s + d)) for s, d in zip(self.starts, self.durations, strict=True))
 
     def describe(self) -> dict:
-        out = {"type": "polynomial", "waypoints": as_float_list(self.waypoints),
-               "durations": as_float_list(self.durations)}
+        out = {
+            "type": "polynomial",
+            "waypoints": as_float_list(self.waypoints),
+            "durations": as_float_list(self.durations),
+        }
         if self.sine_amplitude.shape[1]:
             out["sine_amplitude"] = as_float_list(self.sine_amplitude)
             out["sine_frequency"] = as_float_list(self.sine_frequency)
@@ -242,8 +247,14 @@ def prismatic_sines(kinds, amplitude, frequency) -> tuple[np.ndarray, np.ndarray
     return mask * amp, np.broadcast_to(freq, (len(kinds), amp.size)).copy()
 
 
-def minimum_durations(waypoints, robot_or_limits, sine_amplitude=None, sine_frequency=None,
-                      ramp_fraction: float = 0.25, resolution: float = 1e-3) -> np.ndarray:
+def minimum_durations(
+    waypoints,
+    robot_or_limits,
+    sine_amplitude=None,
+    sine_frequency=None,
+    ramp_fraction: float = 0.25,
+    resolution: float = 1e-3,
+) -> np.ndarray:
     """Shortest move times (K−1,) that keep |qd|, |qdd| within the limits, rounded up.
 
     With Δ = |w_{k+1} − w_k| and, for the sinusoids, ΣA = Σ_m |A_m|, ΣAω, ΣAω², and ρ the
@@ -268,18 +279,22 @@ def minimum_durations(waypoints, robot_or_limits, sine_amplitude=None, sine_freq
     rho = float(ramp_fraction)
     for j in range(n):
         if sAw[j] >= limits.velocity[j] or sAw2[j] >= limits.acceleration[j]:
-            raise ConfigError(f"joint {j + 1} ('{limits.names[j]}'): the sinusoids alone reach "
-                              f"|qd| {sAw[j]:.4g} / |qdd| {sAw2[j]:.4g}, limits "
-                              f"{limits.velocity[j]:.4g} / {limits.acceleration[j]:.4g}; lower the "
-                              "sine amplitudes or frequencies")
+            raise ConfigError(
+                f"joint {j + 1} ('{limits.names[j]}'): the sinusoids alone reach "
+                f"|qd| {sAw[j]:.4g} / |qdd| {sAw2[j]:.4g}, limits "
+                f"{limits.velocity[j]:.4g} / {limits.acceleration[j]:.4g}; lower the "
+                "sine amplitudes or frequencies"
+            )
     low = waypoints.min(0) - sA
     high = waypoints.max(0) + sA
     bad = (low < limits.lower - 1e-12) | (high > limits.upper + 1e-12)
     if bad.any():
         j = int(np.argmax(bad))
-        raise ConfigError(f"joint {j + 1} ('{limits.names[j]}'): waypoints ± sine amplitude span "
-                          f"[{low[j]:.4g}, {high[j]:.4g}], outside the position range "
-                          f"[{limits.lower[j]:.4g}, {limits.upper[j]:.4g}]")
+        raise ConfigError(
+            f"joint {j + 1} ('{limits.names[j]}'): waypoints ± sine amplitude span "
+            f"[{low[j]:.4g}, {high[j]:.4g}], outside the position range "
+            f"[{limits.lower[j]:.4g}, {limits.upper[j]:.4g}]"
+        )
     delta = np.abs(np.diff(waypoints, axis=0))  # (K-1, n)
     t_v = SMOOTHSTEP_PEAK_VELOCITY * (delta + sA / rho) / (limits.velocity - sAw)
     c2 = SMOOTHSTEP_PEAK_ACCELERATION * (delta + sA / rho**2)

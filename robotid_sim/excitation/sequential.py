@@ -112,13 +112,11 @@ class SingleJointSine(Excitation):
         if not 0 <= self.joint < self.hold.shape[0]:
             raise ConfigError(f"joint index {self.joint} out of range for {self.hold.shape[0]} joints")
         if not (self.frequency > 0 and np.isfinite(self.frequency)):
-            raise ConfigError(f"joint {self.joint + 1}: sine frequency must be positive, got "
-                              f"{self.frequency}")
+            raise ConfigError(f"joint {self.joint + 1}: sine frequency must be positive, got {self.frequency}")
         if int(self.cycles) != self.cycles or self.cycles < 0:
             raise ConfigError(f"cycles must be a whole number >= 0, got {self.cycles}")
         if int(self.ramp_cycles) != self.ramp_cycles or self.ramp_cycles < 1:
-            raise ConfigError(f"ramp_cycles must be a whole number >= 1 (smooth start), got "
-                              f"{self.ramp_cycles}")
+            raise ConfigError(f"ramp_cycles must be a whole number >= 1 (smooth start), got {self.ramp_cycles}")
         object.__setattr__(self, "joint", int(self.joint))
         object.__setattr__(self, "cycles", int(self.cycles))
         object.__setattr__(self, "ramp_cycles", int(self.ramp_cycles))
@@ -155,9 +153,15 @@ class SingleJointSine(Excitation):
         return (Segment("joint", 0.0, self.duration, self.joint),)
 
     def describe(self) -> dict:
-        return {"type": "single_joint_sine", "hold": as_float_list(self.hold), "joint": self.joint,
-                "amplitude": self.amplitude, "frequency": self.frequency, "cycles": self.cycles,
-                "ramp_cycles": self.ramp_cycles}
+        return {
+            "type": "single_joint_sine",
+            "hold": as_float_list(self.hold),
+            "joint": self.joint,
+            "amplitude": self.amplitude,
+            "frequency": self.frequency,
+            "cycles": self.cycles,
+            "ramp_cycles": self.ramp_cycles,
+        }
 
 
 def _resolve_order(order, n: int) -> tuple[int, ...]:
@@ -166,12 +170,12 @@ def _resolve_order(order, n: int) -> tuple[int, ...]:
             return tuple(range(n - 1, -1, -1))
         if order == "base_to_distal":
             return tuple(range(n))
-        raise ConfigError(f"unknown order '{order}': use 'distal_to_base', 'base_to_distal' or a "
-                          "list of 0-based joint indices")
+        raise ConfigError(
+            f"unknown order '{order}': use 'distal_to_base', 'base_to_distal' or a list of 0-based joint indices"
+        )
     idx = tuple(int(i) for i in order)
     if not idx or any(not 0 <= i < n for i in idx) or len(set(idx)) != len(idx):
-        raise ConfigError(f"order must list distinct 0-based joint indices in [0, {n - 1}], got "
-                          f"{list(order)}")
+        raise ConfigError(f"order must list distinct 0-based joint indices in [0, {n - 1}], got {list(order)}")
     return idx
 
 
@@ -240,16 +244,19 @@ class SequentialSine(SequenceBacked):
         outside = (hold < lim.lower) | (hold > lim.upper)
         if outside.any():
             j = int(np.argmax(outside))
-            raise ConfigError(f"hold pose of joint {j + 1} ({hold[j]:.4g}) is outside its position "
-                              f"range [{lim.lower[j]:.4g}, {lim.upper[j]:.4g}]")
+            raise ConfigError(
+                f"hold pose of joint {j + 1} ({hold[j]:.4g}) is outside its position "
+                f"range [{lim.lower[j]:.4g}, {lim.upper[j]:.4g}]"
+            )
         room = np.minimum(hold - lim.lower, lim.upper - hold)
         room = np.where(np.isfinite(room), room, np.pi)
-        amp = room.copy() if amplitudes is None else np.broadcast_to(
-            np.abs(np.asarray(amplitudes, float)), (n,)).copy()
+        amp = room.copy() if amplitudes is None else np.broadcast_to(np.abs(np.asarray(amplitudes, float)), (n,)).copy()
         clipped = amp > room
         if clipped.any():
-            logger.info("sequential sine: amplitudes of joints %s clipped to the position range",
-                        (np.flatnonzero(clipped) + 1).tolist())
+            logger.info(
+                "sequential sine: amplitudes of joints %s clipped to the position range",
+                (np.flatnonzero(clipped) + 1).tolist(),
+            )
         amp = np.minimum(amp, room)
         if int(ramp_cycles) != ramp_cycles or ramp_cycles < 1:
             raise ConfigError(f"ramp_cycles must be a whole number >= 1, got {ramp_cycles}")
@@ -258,8 +265,7 @@ class SequentialSine(SequenceBacked):
         cv, ca = envelope_peaks(int(ramp_cycles), int(cycles))
         if isinstance(frequencies, str):
             if frequencies != "auto":
-                raise ConfigError(f"frequencies must be numbers (rad/s) or 'auto', got "
-                                  f"'{frequencies}'")
+                raise ConfigError(f"frequencies must be numbers (rad/s) or 'auto', got '{frequencies}'")
             with np.errstate(divide="ignore"):
                 freq = np.minimum(lim.velocity / (amp * cv), np.sqrt(lim.acceleration / (amp * ca)))
         else:
@@ -290,7 +296,13 @@ class SequentialSine(SequenceBacked):
         return self.hold.shape[0]
 
     def describe(self) -> dict:
-        return {"type": "sequential_sine", "amplitudes": as_float_list(self.amplitudes),
-                "frequencies": as_float_list(self.frequencies), "order": list(self.order),
-                "hold": as_float_list(self.hold), "dwell": self.dwell, "cycles": self.cycles,
-                "ramp_cycles": self.ramp_cycles}
+        return {
+            "type": "sequential_sine",
+            "amplitudes": as_float_list(self.amplitudes),
+            "frequencies": as_float_list(self.frequencies),
+            "order": list(self.order),
+            "hold": as_float_list(self.hold),
+            "dwell": self.dwell,
+            "cycles": self.cycles,
+            "ramp_cycles": self.ramp_cycles,
+        }

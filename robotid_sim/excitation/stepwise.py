@@ -87,11 +87,12 @@ class ConstantVelocity(Excitation):
 
     def __post_init__(self):
         object.__setattr__(self, "start", np.atleast_1d(np.asarray(self.start, float)))
-        object.__setattr__(self, "velocity", np.broadcast_to(
-            np.asarray(self.velocity, float), self.start.shape).copy())
+        object.__setattr__(self, "velocity", np.broadcast_to(np.asarray(self.velocity, float), self.start.shape).copy())
         if not (self.cruise_time >= 0 and self.ramp_time > 0):
-            raise ConfigError(f"constant-velocity segment needs cruise_time >= 0 and ramp_time > 0, "
-                              f"got {self.cruise_time} and {self.ramp_time}")
+            raise ConfigError(
+                f"constant-velocity segment needs cruise_time >= 0 and ramp_time > 0, "
+                f"got {self.cruise_time} and {self.ramp_time}"
+            )
         object.__setattr__(self, "cruise_time", float(self.cruise_time))
         object.__setattr__(self, "ramp_time", float(self.ramp_time))
 
@@ -116,8 +117,11 @@ class ConstantVelocity(Excitation):
         S_up, dS_up, _ = smoothstep(x_up)
         S_dn, dS_dn, _ = smoothstep(x_dn)
         # displacement in units of v: ramp-up integral + cruise + ramp-down integral
-        pos = Tr * _ramp_integral(x_up) + np.clip(tau - Tr, 0.0, Tc) \
+        pos = (
+            Tr * _ramp_integral(x_up)
+            + np.clip(tau - Tr, 0.0, Tc)
             + Tr * (np.clip(x_dn, 0.0, 1.0) - _ramp_integral(x_dn))
+        )
         vel = np.where(tau < Tr, S_up, 1.0 - S_dn)
         acc = np.where(tau < Tr, dS_up / Tr, np.where(tau > Tr + Tc, -dS_dn / Tr, 0.0))
         v = self.velocity
@@ -131,8 +135,11 @@ class ConstantVelocity(Excitation):
     @property
     def segments(self):
         Tr, Tc = self.ramp_time, self.cruise_time
-        parts = [Segment(self.ramp_label, 0.0, Tr), Segment(self.cruise_label, Tr, Tr + Tc),
-                 Segment(self.ramp_label, Tr + Tc, self.duration)]
+        parts = [
+            Segment(self.ramp_label, 0.0, Tr),
+            Segment(self.cruise_label, Tr, Tr + Tc),
+            Segment(self.ramp_label, Tr + Tc, self.duration),
+        ]
         out: list[Segment] = []
         for s in parts:
             if s.end <= s.start:
@@ -144,16 +151,20 @@ class ConstantVelocity(Excitation):
         return tuple(out)
 
     def describe(self) -> dict:
-        return {"type": "constant_velocity", "start": as_float_list(self.start),
-                "velocity": as_float_list(self.velocity), "cruise_time": self.cruise_time,
-                "ramp_time": self.ramp_time, "cruise_label": self.cruise_label,
-                "ramp_label": self.ramp_label}
+        return {
+            "type": "constant_velocity",
+            "start": as_float_list(self.start),
+            "velocity": as_float_list(self.velocity),
+            "cruise_time": self.cruise_time,
+            "ramp_time": self.ramp_time,
+            "cruise_label": self.cruise_label,
+            "ramp_label": self.ramp_label,
+        }
 
 
 def _ramp_time(velocity: np.ndarray, limits: JointLimits) -> float:
     """Shortest common ramp time with peak |qdd| = 15/8·|v|/T_r within the limits."""
-    return _ceil(max(float(np.max(SMOOTHSTEP_PEAK_VELOCITY * np.abs(velocity)
-                                  / limits.acceleration)), _RESOLUTION))
+    return _ceil(max(float(np.max(SMOOTHSTEP_PEAK_VELOCITY * np.abs(velocity) / limits.acceleration)), _RESOLUTION))
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -205,13 +216,22 @@ class StepwiseExcitation(SequenceBacked):
             margin: fraction of every limit kept free.
             seed: random seed (poses, sweep directions, Fourier coefficients).
         """
-        options = dict(n_poses=int(n_poses), poses=None if poses is None else as_float_list(poses),
-                       static_duration=float(static_duration), slow_speed=float(slow_speed),
-                       speeds=[float(s) for s in np.atleast_1d(speeds)],
-                       cruise_time=float(cruise_time), min_cruise_time=float(min_cruise_time),
-                       fourier_segments=int(fourier_segments), harmonics=int(harmonics),
-                       base_frequency=float(base_frequency), fourier_periods=int(fourier_periods),
-                       pose_spread=float(pose_spread), margin=float(margin), seed=int(seed))
+        options = dict(
+            n_poses=int(n_poses),
+            poses=None if poses is None else as_float_list(poses),
+            static_duration=float(static_duration),
+            slow_speed=float(slow_speed),
+            speeds=[float(s) for s in np.atleast_1d(speeds)],
+            cruise_time=float(cruise_time),
+            min_cruise_time=float(min_cruise_time),
+            fourier_segments=int(fourier_segments),
+            harmonics=int(harmonics),
+            base_frequency=float(base_frequency),
+            fourier_periods=int(fourier_periods),
+            pose_spread=float(pose_spread),
+            margin=float(margin),
+            seed=int(seed),
+        )
         object.__setattr__(self, "options", options)
         object.__setattr__(self, "_sequence", _build_stepwise(JointLimits.of(robot), **options))
 
@@ -222,9 +242,24 @@ class StepwiseExcitation(SequenceBacked):
         return out
 
 
-def _build_stepwise(limits: JointLimits, *, n_poses, poses, static_duration, slow_speed, speeds,
-                    cruise_time, min_cruise_time, fourier_segments, harmonics, base_frequency,
-                    fourier_periods, pose_spread, margin, seed) -> Concatenation:
+def _build_stepwise(
+    limits: JointLimits,
+    *,
+    n_poses,
+    poses,
+    static_duration,
+    slow_speed,
+    speeds,
+    cruise_time,
+    min_cruise_time,
+    fourier_segments,
+    harmonics,
+    base_frequency,
+    fourier_periods,
+    pose_spread,
+    margin,
+    seed,
+) -> Concatenation:
     n = limits.n_dof
     lim = limits.shrunk(margin)
     rng = np.random.default_rng(seed)
@@ -233,8 +268,9 @@ def _build_stepwise(limits: JointLimits, *, n_poses, poses, static_duration, slo
     if any(not 0 < s <= 1 for s in speeds):
         raise ConfigError(f"speeds are fractions of the velocity limit in (0, 1], got {speeds}")
     if static_duration < 0 or slow_speed < 0 or min_cruise_time < 0 or cruise_time < min_cruise_time:
-        raise ConfigError("static_duration, slow_speed, min_cruise_time must be >= 0 and "
-                          "cruise_time >= min_cruise_time")
+        raise ConfigError(
+            "static_duration, slow_speed, min_cruise_time must be >= 0 and cruise_time >= min_cruise_time"
+        )
     lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi)
     upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi)
     width = upper - lower
@@ -266,8 +302,10 @@ def _build_stepwise(limits: JointLimits, *, n_poses, poses, static_duration, slo
         bad = (pose_list < lower) | (pose_list + creep_travel > upper)
         if bad.any():
             k, j = np.argwhere(bad)[0]
-            raise ConfigError(f"static pose {k + 1}, joint {j + 1}: {pose_list[k, j]:.4g} leaves no "
-                              f"room in [{lower[j]:.4g}, {upper[j]:.4g}] for the creep")
+            raise ConfigError(
+                f"static pose {k + 1}, joint {j + 1}: {pose_list[k, j]:.4g} leaves no "
+                f"room in [{lower[j]:.4g}, {upper[j]:.4g}] for the creep"
+            )
     for pose in pose_list:
         move_to(pose)
         if slow_speed > 0:
@@ -304,8 +342,9 @@ def _build_stepwise(limits: JointLimits, *, n_poses, poses, static_duration, slo
 
     # 3. variable-velocity Fourier segments (seed 001 Eq. 10)
     for k in range(int(fourier_segments)):
-        fourier = FourierExcitation.random(lim, harmonics=harmonics, base_frequency=base_frequency,
-                                           seed=seed + 1000 + k, periods=fourier_periods)
+        fourier = FourierExcitation.random(
+            lim, harmonics=harmonics, base_frequency=base_frequency, seed=seed + 1000 + k, periods=fourier_periods
+        )
         move_to(fourier.q0)
         parts.append(fourier)
         labels.append("variable_velocity")

@@ -41,15 +41,16 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
     """The figures that apply to this study: (key, PNG path, function writing it)."""
     plan: list[tuple[str, Path, Callable[[Path], Path]]] = []
     if result.outcomes:
-        plan.append(("torque_comparison", plots_dir / "torque_comparison.png",
-                     lambda p: plot_torque_comparison(result, p)))
+        plan.append(
+            ("torque_comparison", plots_dir / "torque_comparison.png", lambda p: plot_torque_comparison(result, p))
+        )
         plan.append(("torque_errors", plots_dir / "torque_errors.png", lambda p: plot_torque_errors(result, p)))
     if any(o.true_values is not None for o in result.outcomes):
-        plan.append(("parameter_errors", plots_dir / "parameter_errors.png",
-                     lambda p: plot_parameter_errors(result, p)))
+        plan.append(
+            ("parameter_errors", plots_dir / "parameter_errors.png", lambda p: plot_parameter_errors(result, p))
+        )
     if result.friction_curves and "qd" in result.friction_curves:
-        plan.append(("friction_curves", plots_dir / "friction_curves.png",
-                     lambda p: plot_friction_curves(result, p)))
+        plan.append(("friction_curves", plots_dir / "friction_curves.png", lambda p: plot_friction_curves(result, p)))
     used: set[str] = set()
     for outcome in result.outcomes:
         slug = _slug(outcome.name)
@@ -57,12 +58,22 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
             slug += "_"
         used.add(slug)
         if outcome.history is not None and len(outcome.history) > 0:
-            plan.append((f"convergence/{outcome.name}", plots_dir / f"convergence_{slug}.png",
-                         lambda p, o=outcome: plot_parameter_convergence(o, p)))
+            plan.append(
+                (
+                    f"convergence/{outcome.name}",
+                    plots_dir / f"convergence_{slug}.png",
+                    lambda p, o=outcome: plot_parameter_convergence(o, p),
+                )
+            )
         threshold = outcome.metrics.get(SPARSITY_THRESHOLD_KEY)
         if isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0:
-            plan.append((f"sparsity/{outcome.name}", plots_dir / f"sparsity_{slug}.png",
-                         lambda p, o=outcome, th=float(threshold): plot_sparsity(o.parameter_names, o.values, p, th)))
+            plan.append(
+                (
+                    f"sparsity/{outcome.name}",
+                    plots_dir / f"sparsity_{slug}.png",
+                    lambda p, o=outcome, th=float(threshold): plot_sparsity(o.parameter_names, o.values, p, th),
+                )
+            )
     return plan
 
 
@@ -93,8 +104,9 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     plan = _plan(result, plots_dir)
     for path in (markdown_path, html_path, *(p for _, p, _ in plan)):
         if path.exists():
-            raise FileExistsError(f"report file {path} already exists; reports never overwrite, "
-                                  "write into a fresh run folder")
+            raise FileExistsError(
+                f"report file {path} already exists; reports never overwrite, write into a fresh run folder"
+            )
     if plan:
         plots_dir.mkdir(parents=True, exist_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)

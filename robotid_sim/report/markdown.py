@@ -39,7 +39,7 @@ def image_caption(key: str) -> str:
         return _CAPTIONS[key]
     for prefix, caption in _PREFIX_CAPTIONS.items():
         if key.startswith(prefix):
-            return caption + key[len(prefix):]
+            return caption + key[len(prefix) :]
     return key.replace("_", " ")
 
 
@@ -66,8 +66,10 @@ def _md_code(text: str) -> str:
 
 
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], code_columns: Sequence[int] = ()) -> list[str]:
-    lines = ["| " + " | ".join(_md_escape(h) for h in headers) + " |",
-             "|" + "|".join([":---"] + ["---:"] * (len(headers) - 1)) + "|"]
+    lines = [
+        "| " + " | ".join(_md_escape(h) for h in headers) + " |",
+        "|" + "|".join([":---"] + ["---:"] * (len(headers) - 1)) + "|",
+    ]
     for row in rows:
         cells = []
         for k, cell in enumerate(row):
@@ -97,8 +99,7 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
     out += ["## Comparison", ""]
     if rows:
         out += _md_table(headers, rows)
-        out += ["", "Validation on a trajectory not used for identification; best value per column in **bold**.",
-                ""]
+        out += ["", "Validation on a trajectory not used for identification; best value per column in **bold**.", ""]
     else:
         out += ["No estimator ran.", ""]
 
@@ -167,10 +168,17 @@ def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _html_table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], text_columns: Sequence[int] = (0,),
-                code_columns: Sequence[int] = ()) -> list[str]:
-    out = ['<div class="scroll"><table>', "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers)
-           + "</tr></thead>", "<tbody>"]
+def _html_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    text_columns: Sequence[int] = (0,),
+    code_columns: Sequence[int] = (),
+) -> list[str]:
+    out = [
+        '<div class="scroll"><table>',
+        "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead>",
+        "<tbody>",
+    ]
     for row in rows:
         cells = []
         for k, cell in enumerate(row):
@@ -196,10 +204,19 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         The HTML document.
     """
     title = _esc(result.title)
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>{title} — robotid_sim report</title>", f"<style>\n{_CSS}\n</style>", "</head>", "<body>",
-           "<main>", f"<h1>{title}</h1>"]
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{title} — robotid_sim report</title>",
+        f"<style>\n{_CSS}\n</style>",
+        "</head>",
+        "<body>",
+        "<main>",
+        f"<h1>{title}</h1>",
+    ]
     info = {"robot": result.robot_name, **result.info}
     out.append('<table class="info"><tbody>')
     out += [f"<tr><th>{_esc(key)}</th><td>{_esc(value)}</td></tr>" for key, value in info.items()]
@@ -209,8 +226,10 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
     headers, rows = comparison_rows(result)
     if rows:
         out += _html_table(headers, rows)
-        out.append('<p class="hint">Validation on a trajectory not used for identification; '
-                   "best value per column highlighted.</p>")
+        out.append(
+            '<p class="hint">Validation on a trajectory not used for identification; '
+            "best value per column highlighted.</p>"
+        )
     else:
         out.append("<p>No estimator ran.</p>")
 
@@ -227,15 +246,20 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
     models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
     if models:
         out.append("<h2>Identified models</h2>")
-        out.append("<ul>" + "".join(f'<li>{_esc(name)}: <a href="{_esc(path)}">{_esc(path)}</a></li>'
-                                    for name, path in models) + "</ul>")
+        out.append(
+            "<ul>"
+            + "".join(f'<li>{_esc(name)}: <a href="{_esc(path)}">{_esc(path)}</a></li>' for name, path in models)
+            + "</ul>"
+        )
 
     if images:
         out.append("<h2>Figures</h2>")
         for key, path in images.items():
             caption = _esc(image_caption(key))
-            out.append(f'<figure><img src="{_esc(path)}" alt="{caption}" loading="lazy">'
-                       f"<figcaption>{caption}</figcaption></figure>")
+            out.append(
+                f'<figure><img src="{_esc(path)}" alt="{caption}" loading="lazy">'
+                f"<figcaption>{caption}</figcaption></figure>"
+            )
 
     headers, rows = base_parameter_rows(result)
     if rows:

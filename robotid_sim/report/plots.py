@@ -204,7 +204,8 @@ def relative_parameter_errors(values: np.ndarray, true_values: np.ndarray) -> np
     """
     denominator, _ = parameter_scale(true_values)
     return np.abs(np.asarray(values, dtype=float).ravel() - np.asarray(true_values, dtype=float).ravel()) / np.abs(
-        denominator)
+        denominator
+    )
 
 
 def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
@@ -243,10 +244,10 @@ def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
         shown = np.clip(errors, 1e-12, None)
         color, marker = colors[outcome.name], markers[k % len(markers)]
         label = f"{outcome.name} (median {np.median(errors):.2g})"
-        ax.scatter(x[~near_zero], shown[~near_zero], s=24, marker=marker, color=color, label=label, alpha=0.85,
-                   zorder=3)
-        ax.scatter(x[near_zero], shown[near_zero], s=24, marker=marker, facecolors="none", edgecolors=color,
-                   zorder=3)
+        ax.scatter(
+            x[~near_zero], shown[~near_zero], s=24, marker=marker, color=color, label=label, alpha=0.85, zorder=3
+        )
+        ax.scatter(x[near_zero], shown[near_zero], s=24, marker=marker, facecolors="none", edgecolors=color, zorder=3)
     ax.set_yscale("log")
     fontsize = 8 if b <= 30 else 6.5 if b <= 60 else 5.5
     ax.set_xticks(np.arange(b), order, rotation=90, fontsize=fontsize)
@@ -360,8 +361,9 @@ def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
     n = len(result.joint_names)
     qd = qd.reshape(M, -1)
     series = [key for key in curves if key not in ("qd", "true")]
-    colors = estimator_colors([o.name for o in result.outcomes] + [s for s in series if s not in
-                                                                   {o.name for o in result.outcomes}])
+    colors = estimator_colors(
+        [o.name for o in result.outcomes] + [s for s in series if s not in {o.name for o in result.outcomes}]
+    )
     max_cols = min(n, 3)
     nrows = math.ceil(n / max_cols)
     fig = _figure(3.6 * max_cols + 0.6, 2.6 * nrows + 0.8)
@@ -386,8 +388,13 @@ def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def plot_sparsity(names: Sequence[str], coefficients: np.ndarray, path: str | Path, threshold: float,
-                  column_names: Sequence[str] | None = None) -> Path:
+def plot_sparsity(
+    names: Sequence[str],
+    coefficients: np.ndarray,
+    path: str | Path,
+    threshold: float,
+    column_names: Sequence[str] | None = None,
+) -> Path:
     """Magnitude of sparse-regression (SINDy-like) coefficients against the pruning threshold.
 
     A 1-D coefficient vector (p,) is drawn as stems on a log scale with the threshold as a red dashed line;
@@ -409,8 +416,10 @@ def plot_sparsity(names: Sequence[str], coefficients: np.ndarray, path: str | Pa
     """
     coefficients = np.asarray(coefficients, dtype=float)
     if coefficients.ndim not in (1, 2) or coefficients.shape[0] != len(names):
-        raise ValueError(f"plot_sparsity needs coefficients of shape (p,) or (p, m) with p = len(names) = "
-                         f"{len(names)}; got {coefficients.shape}")
+        raise ValueError(
+            f"plot_sparsity needs coefficients of shape (p,) or (p, m) with p = len(names) = "
+            f"{len(names)}; got {coefficients.shape}"
+        )
     if not threshold > 0:
         raise ValueError(f"plot_sparsity needs a positive threshold; got {threshold}")
     magnitude = np.abs(coefficients)
@@ -448,8 +457,7 @@ def plot_sparsity(names: Sequence[str], coefficients: np.ndarray, path: str | Pa
         cmap = _colormap("viridis").with_extremes(bad="0.95")
         low = math.log10(threshold)
         high = float(image.max()) if image.count() else low + 1
-        mesh = ax.imshow(image, aspect="auto", cmap=cmap, vmin=low, vmax=max(high, low + 1e-9),
-                         interpolation="nearest")
+        mesh = ax.imshow(image, aspect="auto", cmap=cmap, vmin=low, vmax=max(high, low + 1e-9), interpolation="nearest")
         colorbar = fig.colorbar(mesh, ax=ax)
         colorbar.set_label("log10 |coefficient| (blank: below threshold)")
         colorbar.ax.axhline(low, color="C3", lw=2)

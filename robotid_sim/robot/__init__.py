@@ -9,8 +9,14 @@ from robotid_sim.robot.dh import DHRow, DHTable, dh_to_urdf, write_dh_urdf
 from robotid_sim.robot.model import Robot, robot_from_urdf
 
 __all__ = [
-    "DHRow", "DHTable", "Robot", "bundled_robots", "dh_to_urdf",
-    "load_robot", "robot_from_urdf", "write_dh_urdf",
+    "DHRow",
+    "DHTable",
+    "Robot",
+    "bundled_robots",
+    "dh_to_urdf",
+    "load_robot",
+    "robot_from_urdf",
+    "write_dh_urdf",
 ]
 
 
@@ -38,8 +44,7 @@ def load_robot(name_or_path: str | Path, sidecar: str | Path | None = None) -> R
         robots = bundled_robots()
         if text not in robots:
             raise ModelError(
-                f"unknown robot '{text}': give a bundled name ({', '.join(sorted(robots))}) "
-                "or a path to a .urdf file"
+                f"unknown robot '{text}': give a bundled name ({', '.join(sorted(robots))}) or a path to a .urdf file"
             )
         d = robots[text]
         return robot_from_urdf(d / "robot.urdf", d / "robot.yaml")

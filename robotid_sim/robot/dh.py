@@ -96,8 +96,9 @@ class DHTable:
         conv = data.get("convention", "modified")
         if conv not in ("modified", "standard"):
             raise ConfigError(f"DH convention must be 'modified' or 'standard', got {conv!r}")
-        return cls(name=data.get("name", "robot"), rows=rows, convention=conv,
-                   base_mass=float(data.get("base_mass", 1.0)))
+        return cls(
+            name=data.get("name", "robot"), rows=rows, convention=conv, base_mass=float(data.get("base_mass", 1.0))
+        )
 
 
 def _fmt(x) -> str:
@@ -118,11 +119,7 @@ def _inertial_xml(phi: np.ndarray) -> str:
 
 def _link_xml(name: str, phi: np.ndarray) -> str:
     radius = 0.03
-    visual = (
-        "    <visual>\n"
-        f'      <geometry><sphere radius="{radius}"/></geometry>\n'
-        "    </visual>\n"
-    )
+    visual = f'    <visual>\n      <geometry><sphere radius="{radius}"/></geometry>\n    </visual>\n'
     return f'  <link name="{name}">\n{_inertial_xml(phi)}{visual}  </link>\n'
 
 
@@ -140,18 +137,14 @@ def dh_to_urdf(table: DHTable | dict) -> str:
         jname = row.name or f"joint{i + 1}"
         phi_dh = _inertia_to_origin(row)
         if table.convention == "modified":
-            T_origin = _hom(_rot_x(row.alpha)) @ _hom(p=[row.a, 0, 0]) @ _hom(_rot_z(row.theta)) @ _hom(
-                p=[0, 0, row.d]
-            )
+            T_origin = _hom(_rot_x(row.alpha)) @ _hom(p=[row.a, 0, 0]) @ _hom(_rot_z(row.theta)) @ _hom(p=[0, 0, row.d])
             phi = phi_dh
             T_next = np.eye(4)
         else:
             # joint i sits at frame i-1 (its z axis); the link data is given in frame i.
-    # frame i = Rot/TransZ(q) · T_fixed, so the joint frame is frame i-1 and the link is T_fixed.
+            # frame i = Rot/TransZ(q) · T_fixed, so the joint frame is frame i-1 and the link is T_fixed.
             T_origin = T_prev_joint
-            T_fixed = _hom(_rot_z(row.theta)) @ _hom(p=[0, 0, row.d]) @ _hom(p=[row.a, 0, 0]) @ _hom(
-                _rot_x(row.alpha)
-            )
+            T_fixed = _hom(_rot_z(row.theta)) @ _hom(p=[0, 0, row.d]) @ _hom(p=[row.a, 0, 0]) @ _hom(_rot_x(row.alpha))
             phi = transform_inertial(phi_dh, T_fixed[:3, :3], T_fixed[:3, 3])
             T_next = T_fixed
         jtype = "continuous" if row.type == "continuous" else row.type

@@ -128,9 +128,7 @@ def parse_urdf(source: str | Path) -> tuple[str, list[Joint], np.ndarray]:
     walk(roots[0], np.eye(3), np.zeros(3), 0)
     if not chain:
         raise ModelError("URDF has no moving joint (revolute, continuous or prismatic)")
-    chain = [
-        Joint(**{**jt.__dict__, "inertial": inertials[i + 1]}) for i, jt in enumerate(chain)
-    ]
+    chain = [Joint(**{**jt.__dict__, "inertial": inertials[i + 1]}) for i, jt in enumerate(chain)]
     return root.get("name", "robot"), chain, inertials[0]
 
 

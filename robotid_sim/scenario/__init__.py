@@ -31,8 +31,14 @@ if TYPE_CHECKING:
     from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
 
 __all__ = [
-    "DEFAULT_SCENARIO", "Scenario", "bundled_scenarios", "load_run_result", "load_scenario", "parse_scenario",
-    "resolve_scenario_path", "run_scenario",
+    "DEFAULT_SCENARIO",
+    "Scenario",
+    "bundled_scenarios",
+    "load_run_result",
+    "load_scenario",
+    "parse_scenario",
+    "resolve_scenario_path",
+    "run_scenario",
 ]
 
 

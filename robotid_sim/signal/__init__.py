@@ -24,7 +24,16 @@ from robotid_sim.signal.smoothing import (
 )
 
 __all__ = [
-    "AutoSmoothing", "LowessSmoothing", "PolynomialSmoothing", "butterworth_filtfilt",
-    "central_difference", "decimate", "downsample", "loocv_lowess", "loocv_polynomial",
-    "period_average", "savgol", "smooth_auto",
+    "AutoSmoothing",
+    "LowessSmoothing",
+    "PolynomialSmoothing",
+    "butterworth_filtfilt",
+    "central_difference",
+    "decimate",
+    "downsample",
+    "loocv_lowess",
+    "loocv_polynomial",
+    "period_average",
+    "savgol",
+    "smooth_auto",
 ]

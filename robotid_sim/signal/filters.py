@@ -19,7 +19,11 @@ from robotid_sim.errors import ConfigError, DataError
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "butterworth_filtfilt", "central_difference", "decimate", "downsample", "period_average",
+    "butterworth_filtfilt",
+    "central_difference",
+    "decimate",
+    "downsample",
+    "period_average",
     "savgol",
 ]
 
@@ -43,9 +47,7 @@ def as_time_series(x, name: str = "x", axis: int = 0, min_samples: int = 1) -> n
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise DataError(
-            f"'{name}' must be a numeric array, got {type(x).__name__}: {exc}"
-        ) from None
+        raise DataError(f"'{name}' must be a numeric array, got {type(x).__name__}: {exc}") from None
     if arr.ndim == 0 or not -arr.ndim <= axis < arr.ndim:
         raise DataError(
             f"'{name}' has shape {arr.shape}, which has no time axis {axis}; pass an array (N,) "
@@ -54,8 +56,7 @@ def as_time_series(x, name: str = "x", axis: int = 0, min_samples: int = 1) -> n
     length = arr.shape[axis]
     if length < min_samples:
         raise DataError(
-            f"'{name}' has {length} samples along axis {axis}, too short: at least {min_samples} "
-            "are needed"
+            f"'{name}' has {length} samples along axis {axis}, too short: at least {min_samples} are needed"
         )
     finite = np.isfinite(arr)
     if not np.all(finite):
@@ -83,9 +84,7 @@ def _positive_float(value, name: str) -> float:
     return out
 
 
-def butterworth_filtfilt(
-    x, fs: float, cutoff: float, order: int = 4, axis: int = 0
-) -> np.ndarray:
+def butterworth_filtfilt(x, fs: float, cutoff: float, order: int = 4, axis: int = 0) -> np.ndarray:
     """Zero-phase Butterworth low-pass filter (SPEC §7; seed 001 §4.3 uses a 4th-order one).
 
     The filter runs forwards and backwards (``scipy.signal.sosfiltfilt``), so the result has no
@@ -111,9 +110,7 @@ def butterworth_filtfilt(
     cutoff = _positive_float(cutoff, "cutoff")
     order = _positive_int(order, "order")
     if cutoff >= fs / 2.0:
-        raise ConfigError(
-            f"cutoff {cutoff} Hz must be below the Nyquist frequency fs/2 = {fs / 2.0} Hz"
-        )
+        raise ConfigError(f"cutoff {cutoff} Hz must be below the Nyquist frequency fs/2 = {fs / 2.0} Hz")
     import scipy.signal  # here, not at module level: it takes ~0.5 s to import
 
     sos = scipy.signal.butter(order, cutoff, btype="low", fs=fs, output="sos")
@@ -162,9 +159,7 @@ def central_difference(x, dt: float, axis: int = 0, deriv: int = 1) -> np.ndarra
     return np.moveaxis(out, 0, axis)
 
 
-def savgol(
-    x, window: int, polyorder: int, deriv: int = 0, dt: float = 1.0, axis: int = 0
-) -> np.ndarray:
+def savgol(x, window: int, polyorder: int, deriv: int = 0, dt: float = 1.0, axis: int = 0) -> np.ndarray:
     """Savitzky–Golay smoothing or differentiation (``scipy.signal.savgol_filter``).
 
     A polynomial of order ``polyorder`` is fitted by least squares to each window of
@@ -193,17 +188,13 @@ def savgol(
     if window % 2 == 0:
         raise ConfigError(f"Savitzky-Golay 'window' must be odd, got {window}")
     if polyorder >= window:
-        raise ConfigError(
-            f"'polyorder' ({polyorder}) must be smaller than 'window' ({window})"
-        )
+        raise ConfigError(f"'polyorder' ({polyorder}) must be smaller than 'window' ({window})")
     if deriv > polyorder:
         raise ConfigError(f"'deriv' ({deriv}) must not exceed 'polyorder' ({polyorder})")
     import scipy.signal
 
     arr = as_time_series(x, "x", axis, min_samples=window)
-    return scipy.signal.savgol_filter(
-        arr, window, polyorder, deriv=deriv, delta=dt, axis=axis, mode="interp"
-    )
+    return scipy.signal.savgol_filter(arr, window, polyorder, deriv=deriv, delta=dt, axis=axis, mode="interp")
 
 
 def downsample(x, factor: int, axis: int = 0) -> np.ndarray:

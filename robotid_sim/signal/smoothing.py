@@ -47,8 +47,12 @@ from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.signal.filters import as_time_series
 
 __all__ = [
-    "AutoSmoothing", "LowessSmoothing", "PolynomialSmoothing", "loocv_lowess",
-    "loocv_polynomial", "smooth_auto",
+    "AutoSmoothing",
+    "LowessSmoothing",
+    "PolynomialSmoothing",
+    "loocv_lowess",
+    "loocv_polynomial",
+    "smooth_auto",
 ]
 
 CRITERIA = ("gap", "loocv")
@@ -137,10 +141,7 @@ def _time_and_columns(t, y, min_samples: int) -> tuple[np.ndarray, np.ndarray, b
     steps = np.diff(t)
     if np.any(steps <= 0):
         row = int(np.argmax(steps <= 0)) + 1
-        raise DataError(
-            f"'t' must be strictly increasing; t[{row}] = {t[row]!r} follows t[{row - 1}] = "
-            f"{t[row - 1]!r}"
-        )
+        raise DataError(f"'t' must be strictly increasing; t[{row}] = {t[row]!r} follows t[{row - 1}] = {t[row - 1]!r}")
     y = as_time_series(y, "y", 0)
     if y.ndim not in (1, 2):
         raise DataError(f"'y' must have shape (N,) or (N, n), got {y.shape}")
@@ -230,9 +231,9 @@ def _window_sums_uniform(Y: np.ndarray, dt: float, h: float) -> tuple[np.ndarray
     kernels = np.stack([w, w * d, w * d**2], axis=1)[::-1]  # reversed: correlation as convolution
     ones = np.ones(m)
     # T(i) = Σ_k g_k y_{i+k} = (y * reversed g)[i + half]: keep 'full' rows half … half + m - 1
-    sums = np.stack(
-        [scipy.signal.convolve(ones, kernels[:, c], mode="full") for c in range(3)], axis=1
-    )[half : half + m]
+    sums = np.stack([scipy.signal.convolve(ones, kernels[:, c], mode="full") for c in range(3)], axis=1)[
+        half : half + m
+    ]
     t0 = scipy.signal.convolve(Y, kernels[:, 0:1], mode="full")[half : half + m]
     t1 = scipy.signal.convolve(Y, kernels[:, 1:2], mode="full")[half : half + m]
     return sums[:, 0], sums[:, 1], sums[:, 2], t0, t1
@@ -315,9 +316,7 @@ def loocv_lowess(t, y, bandwidths=None, criterion: str = "loocv") -> LowessSmoot
     t, Y, one_d = _time_and_columns(t, y, min_samples=4)
     smallest = 2.0 * float(np.max(np.diff(t)))
     if bandwidths is None:
-        largest = min(
-            (t[-1] - t[0]) / 2.0, MAX_BANDWIDTH_SAMPLES * float(np.median(np.diff(t)))
-        )
+        largest = min((t[-1] - t[0]) / 2.0, MAX_BANDWIDTH_SAMPLES * float(np.median(np.diff(t))))
         largest = max(largest, 1.25 * smallest * 1.01)
         bandwidths = np.geomspace(1.25 * smallest, largest, N_BANDWIDTHS)
     h_all = np.unique(np.asarray(bandwidths, dtype=float).ravel())
@@ -348,9 +347,7 @@ def loocv_lowess(t, y, bandwidths=None, criterion: str = "loocv") -> LowessSmoot
     )
 
 
-def smooth_auto(
-    t, y, max_order: int = 10, bandwidths=None, criterion: str | None = None
-) -> AutoSmoothing:
+def smooth_auto(t, y, max_order: int = 10, bandwidths=None, criterion: str | None = None) -> AutoSmoothing:
     """Smooth each column with the better of :func:`loocv_polynomial` and :func:`loocv_lowess`.
 
     Each smoother chooses its own order / bandwidth with ``criterion``; then, per column, the
@@ -377,8 +374,8 @@ def smooth_auto(
     local = loocv_lowess(t, y, bandwidths=bandwidths, criterion=criterion or "loocv")
     use_poly = poly.chosen_test_error <= local.chosen_test_error  # (n,)
     n_rows = poly.fitted.shape[0]
-    fitted = np.where(
-        use_poly, poly.fitted.reshape(n_rows, -1), local.fitted.reshape(n_rows, -1)
-    ).reshape(poly.fitted.shape)
+    fitted = np.where(use_poly, poly.fitted.reshape(n_rows, -1), local.fitted.reshape(n_rows, -1)).reshape(
+        poly.fitted.shape
+    )
     method = tuple("polynomial" if p else "lowess" for p in use_poly)
     return AutoSmoothing(fitted=fitted, method=method, polynomial=poly, lowess=local)

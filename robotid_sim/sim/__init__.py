@@ -49,8 +49,7 @@ class _Package(types.ModuleType):
     """
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if (name in _LAZY_ATTRIBUTES and isinstance(value, types.ModuleType)
-                and value.__name__ == f"{__name__}.{name}"):
+        if name in _LAZY_ATTRIBUTES and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
             return
         super().__setattr__(name, value)
 

@@ -74,8 +74,7 @@ def _metadata_json(metadata: Mapping[str, Any], indent: int | None = None) -> st
         return json.dumps(dict(metadata), default=_json_default, allow_nan=False, indent=indent)
     except (TypeError, ValueError) as exc:
         raise DataError(
-            f"metadata must be JSON-able (str, numbers, lists, dicts, None; numpy values are "
-            f"converted): {exc}"
+            f"metadata must be JSON-able (str, numbers, lists, dicts, None; numpy values are converted): {exc}"
         ) from None
 
 
@@ -84,13 +83,10 @@ def _signal(name: str, value, n_samples: int, n_dof: int | None) -> np.ndarray:
     try:
         arr = np.array(value, dtype=float)
     except (TypeError, ValueError):
-        raise DataError(
-            f"'{name}' must be a numeric array (N, n), got {type(value).__name__}"
-        ) from None
+        raise DataError(f"'{name}' must be a numeric array (N, n), got {type(value).__name__}") from None
     if arr.ndim != 2:
         raise DataError(
-            f"'{name}' must have shape (N, n) = ({n_samples}, n), got {arr.shape}; for a single "
-            "joint use x[:, None]"
+            f"'{name}' must have shape (N, n) = ({n_samples}, n), got {arr.shape}; for a single joint use x[:, None]"
         )
     expected = (n_samples, arr.shape[1] if n_dof is None else n_dof)
     if arr.shape != expected:
@@ -125,8 +121,7 @@ def _time(value, source: str = "", first_line: int | None = None) -> np.ndarray:
         i = int(np.argmax(steps <= 0)) + 1
         line = "" if first_line is None else f" (line {first_line + i})"
         raise DataError(
-            f"'t'{source} must be strictly increasing; sample {i}{line} has t = {t[i]!r} after "
-            f"t = {t[i - 1]!r}"
+            f"'t'{source} must be strictly increasing; sample {i}{line} has t = {t[i]!r} after t = {t[i - 1]!r}"
         )
     return t
 
@@ -198,9 +193,7 @@ class Dataset:
             object.__setattr__(self, name, _signal(name, getattr(self, name), t.shape[0], n_dof))
         if self.truth is not None:
             if not isinstance(self.truth, Signals):
-                raise DataError(
-                    f"'truth' must be a Signals or None, got {type(self.truth).__name__}"
-                )
+                raise DataError(f"'truth' must be a Signals or None, got {type(self.truth).__name__}")
             for name in SIGNAL_NAMES:
                 _signal(f"truth.{name}", getattr(self.truth, name), t.shape[0], n_dof)
         object.__setattr__(self, "joint_names", _joint_names(self.joint_names, n_dof))
@@ -237,8 +230,14 @@ class Dataset:
         if self.truth is not None:
             truth = Signals(*(getattr(self.truth, name)[index] for name in SIGNAL_NAMES))
         return Dataset(
-            self.t[index], self.q[index], self.qd[index], self.qdd[index], self.tau[index],
-            truth=truth, joint_names=list(self.joint_names), metadata=self.metadata,
+            self.t[index],
+            self.q[index],
+            self.qd[index],
+            self.qdd[index],
+            self.tau[index],
+            truth=truth,
+            joint_names=list(self.joint_names),
+            metadata=self.metadata,
         )
 
     def slice(self, start: int | None = None, stop: int | None = None) -> Dataset:
@@ -254,14 +253,9 @@ class Dataset:
         index = np.asarray(mask)
         if index.dtype == bool:
             if index.shape != (self.n_samples,):
-                raise DataError(
-                    f"boolean mask must have shape ({self.n_samples},), got {index.shape}"
-                )
+                raise DataError(f"boolean mask must have shape ({self.n_samples},), got {index.shape}")
         elif not np.issubdtype(index.dtype, np.integer) or index.ndim != 1:
-            raise DataError(
-                f"subset takes a boolean mask (N,) or integer indices, got {index.dtype} "
-                f"{index.shape}"
-            )
+            raise DataError(f"subset takes a boolean mask (N,) or integer indices, got {index.dtype} {index.shape}")
         return self._take(index)
 
     # -- files -------------------------------------------------------------------------------
@@ -288,18 +282,13 @@ class Dataset:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in FORMATS:
-            raise DataError(
-                f"cannot save '{path}': unknown suffix '{path.suffix}'; use one of "
-                f"{', '.join(FORMATS)}"
-            )
+            raise DataError(f"cannot save '{path}': unknown suffix '{path.suffix}'; use one of {', '.join(FORMATS)}")
         if not path.parent.is_dir():
             raise DataError(f"cannot save '{path}': folder '{path.parent}' does not exist")
         meta_text = _metadata_json(self.metadata)
         sidecar = path.with_suffix(".json") if suffix in (".npz", ".csv") else None
         sidecar_text = _metadata_json(self.metadata, indent=2) + "\n"
-        if sidecar is not None and sidecar.is_file() and (
-            sidecar.read_text(encoding="utf-8") == sidecar_text
-        ):
+        if sidecar is not None and sidecar.is_file() and (sidecar.read_text(encoding="utf-8") == sidecar_text):
             sidecar = None  # the same metadata is already there (e.g. d.npz saved before d.csv)
         if not overwrite:
             for target in (path, sidecar):
@@ -340,8 +329,12 @@ class Dataset:
         if self.truth is not None:
             blocks += [getattr(self.truth, name) for name in SIGNAL_NAMES]
         np.savetxt(
-            fh, np.hstack(blocks), fmt="%.17g", delimiter=",",
-            header=",".join(self.csv_columns()), comments="",
+            fh,
+            np.hstack(blocks),
+            fmt="%.17g",
+            delimiter=",",
+            header=",".join(self.csv_columns()),
+            comments="",
         )
 
 
@@ -355,9 +348,7 @@ def _joint_names(names, n_dof: int) -> list[str]:
         raise DataError(f"'joint_names' has {len(names)} names but the signals have {n_dof} joints")
     for name in names:
         if not isinstance(name, str) or not name or name != name.strip():
-            raise DataError(
-                f"joint name {name!r} must be a non-empty string without surrounding spaces"
-            )
+            raise DataError(f"joint name {name!r} must be a non-empty string without surrounding spaces")
         if any(ch in name for ch in _FORBIDDEN_IN_NAMES):
             raise DataError(f"joint name {name!r} must not contain commas, quotes or newlines")
     if len(set(names)) != len(names):
@@ -412,9 +403,7 @@ def load_dataset(path, joint_names: list[str] | None = None) -> Dataset:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
-        raise DataError(
-            f"cannot load '{path}': unknown suffix '{path.suffix}'; use one of {', '.join(FORMATS)}"
-        )
+        raise DataError(f"cannot load '{path}': unknown suffix '{path.suffix}'; use one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise DataError(f"cannot load '{path}': no such file")
     if suffix == ".csv":
@@ -427,10 +416,7 @@ def load_dataset(path, joint_names: list[str] | None = None) -> Dataset:
             raise DataError(f"cannot read '{path}' as .npz: {exc}") from None
     else:
         try:
-            arrays = {
-                key: value for key, value in scipy.io.loadmat(path).items()
-                if not key.startswith("__")
-            }
+            arrays = {key: value for key, value in scipy.io.loadmat(path).items() if not key.startswith("__")}
         except (OSError, ValueError, NotImplementedError) as exc:
             raise DataError(f"cannot read '{path}' as .mat: {exc}") from None
         arrays = _orient_mat_arrays(arrays)
@@ -438,8 +424,7 @@ def load_dataset(path, joint_names: list[str] | None = None) -> Dataset:
     metadata = _stored_metadata(arrays.pop("metadata", None), path)
     if stored_names is not None and joint_names is not None and list(joint_names) != stored_names:
         raise DataError(
-            f"'{path}' stores joint names {stored_names}, which differ from the expected "
-            f"{list(joint_names)}"
+            f"'{path}' stores joint names {stored_names}, which differ from the expected {list(joint_names)}"
         )
     names = stored_names if stored_names is not None else joint_names
     return _dataset_from_arrays(arrays, names, metadata, f"'{path}'")
@@ -494,8 +479,7 @@ def _orient_mat_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         n_samples = out["t"].shape[0]
         for key, value in arrays.items():
             arr = np.asarray(value)
-            if key in _all_signal_keys() and arr.ndim == 2 and arr.shape[0] != n_samples \
-                    and arr.shape[1] == n_samples:
+            if key in _all_signal_keys() and arr.ndim == 2 and arr.shape[0] != n_samples and arr.shape[1] == n_samples:
                 out[key] = arr.T
     return out
 
@@ -511,9 +495,7 @@ def _derive(t: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.gradient(x, t, axis=0, edge_order=2)
 
 
-def _dataset_from_arrays(
-    arrays: dict[str, np.ndarray], joint_names, metadata: dict[str, Any], source: str
-) -> Dataset:
+def _dataset_from_arrays(arrays: dict[str, np.ndarray], joint_names, metadata: dict[str, Any], source: str) -> Dataset:
     expected = "t, q, tau (required) and qd, qdd, true_q, true_qd, true_qdd, true_tau (optional)"
     for key in ("t", "q", "tau"):
         if key not in arrays:
@@ -542,8 +524,14 @@ def _dataset_from_arrays(
     if true_present:
         truth = Signals(*(arrays[TRUE_PREFIX + name] for name in SIGNAL_NAMES))
     return Dataset(
-        t, signals["q"], signals["qd"], signals["qdd"], arrays["tau"], truth=truth,
-        joint_names=joint_names, metadata=metadata,
+        t,
+        signals["q"],
+        signals["qd"],
+        signals["qdd"],
+        arrays["tau"],
+        truth=truth,
+        joint_names=joint_names,
+        metadata=metadata,
     )
 
 
@@ -605,8 +593,7 @@ def _load_csv(path: Path, joint_names) -> Dataset:
                 )
     _time(data[:, position["t"]], source=f" of '{path}'", first_line=2)
     arrays = {
-        name: (data[:, position["t"]] if name == "t"
-               else data[:, [position[c] for c in group]])
+        name: (data[:, position["t"]] if name == "t" else data[:, [position[c] for c in group]])
         for name, group in groups.items()
     }
     metadata: dict[str, Any] = {}
@@ -630,9 +617,7 @@ def _read_csv_numbers(path: Path, columns: list[str]) -> np.ndarray:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": see below
-            data = np.loadtxt(
-                path, delimiter=",", skiprows=1, ndmin=2, dtype=float, encoding="utf-8-sig"
-            )
+            data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, dtype=float, encoding="utf-8-sig")
     except ValueError:
         data = None
     if data is not None and data.shape[1:] == (len(columns),) and data.shape[0] > 0:
@@ -648,8 +633,7 @@ def _read_csv_numbers(path: Path, columns: list[str]) -> np.ndarray:
         cells = line.split(",")
         if len(cells) != len(columns):
             raise DataError(
-                f"line {line_no} of '{path}' has {len(cells)} values but the header has "
-                f"{len(columns)} columns"
+                f"line {line_no} of '{path}' has {len(cells)} values but the header has {len(columns)} columns"
             )
         for column, cell in zip(columns, cells, strict=True):
             try:
@@ -657,8 +641,7 @@ def _read_csv_numbers(path: Path, columns: list[str]) -> np.ndarray:
             except ValueError:
                 what = "an empty value" if not cell.strip() else f"the non-number {cell.strip()!r}"
                 raise DataError(
-                    f"column '{column}' of '{path}' has {what} at sample {n_rows - 1} (line "
-                    f"{line_no})"
+                    f"column '{column}' of '{path}' has {what} at sample {n_rows - 1} (line {line_no})"
                 ) from None
     if n_rows == 0:
         raise DataError(f"'{path}' has a header but no data rows")

@@ -43,8 +43,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from robotid_sim.errors import ConfigError, DataError, PluginError
 
 __all__ = [
-    "SIGNALS", "CurrentMeasurement", "GaussianSNR", "GaussianStd", "NoiseChain", "NoiseModel",
-    "Outliers", "Quantization", "measured_snr_db", "noise_from_config",
+    "SIGNALS",
+    "CurrentMeasurement",
+    "GaussianSNR",
+    "GaussianStd",
+    "NoiseChain",
+    "NoiseModel",
+    "Outliers",
+    "Quantization",
+    "measured_snr_db",
+    "noise_from_config",
 ]
 
 #: the signals a noise model may act on
@@ -57,15 +65,11 @@ PerJoint = float | tuple[float, ...]
 # helpers
 
 
-def _per_joint_option(value, model: str, name: str, minimum: float | None = None,
-                      exclusive: bool = False) -> PerJoint:
+def _per_joint_option(value, model: str, name: str, minimum: float | None = None, exclusive: bool = False) -> PerJoint:
     """Normalise a scalar or per-joint option to float / tuple of floats, checking its range."""
     arr = np.asarray(value, dtype=float) if not isinstance(value, str) else None
     if arr is None or arr.ndim > 1 or arr.size == 0:
-        raise ConfigError(
-            f"{model} '{name}' must be a number or a list with one number per joint, "
-            f"got {value!r}"
-        )
+        raise ConfigError(f"{model} '{name}' must be a number or a list with one number per joint, got {value!r}")
     if not np.all(np.isfinite(arr)):
         raise ConfigError(f"{model} '{name}' must be finite, got {value!r}")
     if minimum is not None:
@@ -91,17 +95,12 @@ def _broadcast(value: PerJoint, n: int, model: str, name: str) -> np.ndarray:
 
 def _check_signal(signal: str, model: str) -> None:
     if signal not in SIGNALS:
-        raise ConfigError(
-            f"{model} 'signal' must be one of {', '.join(SIGNALS)}, got {signal!r}"
-        )
+        raise ConfigError(f"{model} 'signal' must be one of {', '.join(SIGNALS)}, got {signal!r}")
 
 
 def _copy_signals(signals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     if not isinstance(signals, Mapping):
-        raise DataError(
-            "signals must be a dict like {'q': (N, n), 'tau': (N, n)}, got "
-            f"{type(signals).__name__}"
-        )
+        raise DataError(f"signals must be a dict like {{'q': (N, n), 'tau': (N, n)}}, got {type(signals).__name__}")
     out = dict(signals)  # other entries (e.g. "t") pass through untouched
     for key in SIGNALS:
         if key in out:
@@ -116,8 +115,7 @@ def _target(signals: dict[str, np.ndarray], signal: str, model: str) -> np.ndarr
     """The (N, n) array a model acts on, validated."""
     if signal not in signals:
         raise DataError(
-            f"noise model {model} acts on '{signal}' but the signals given are "
-            f"{', '.join(sorted(signals)) or 'none'}"
+            f"noise model {model} acts on '{signal}' but the signals given are {', '.join(sorted(signals)) or 'none'}"
         )
     x = signals[signal]
     if x.ndim != 2:
@@ -143,9 +141,7 @@ class NoiseModel(ABC):
 
     kind: ClassVar[str] = ""
 
-    def apply(
-        self, signals: Mapping[str, np.ndarray], rng: np.random.Generator
-    ) -> dict[str, np.ndarray]:
+    def apply(self, signals: Mapping[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Return a copy of ``signals`` with this model's perturbation applied.
 
         Args:
@@ -220,9 +216,7 @@ class GaussianStd(NoiseModel):
 
     def __post_init__(self) -> None:
         _check_signal(self.signal, "GaussianStd")
-        object.__setattr__(
-            self, "std", _per_joint_option(self.std, "GaussianStd", "std", minimum=0.0)
-        )
+        object.__setattr__(self, "std", _per_joint_option(self.std, "GaussianStd", "std", minimum=0.0))
 
     def _perturb(self, signals, rng) -> None:
         x = _target(signals, self.signal, self.kind)
@@ -253,12 +247,11 @@ class Outliers(NoiseModel):
         _check_signal(self.signal, "Outliers")
         fraction = _per_joint_option(self.fraction, "Outliers", "fraction", minimum=0.0)
         if not isinstance(fraction, float) or fraction > 1.0:
-            raise ConfigError(
-                f"Outliers 'fraction' must be one number in [0, 1], got {self.fraction!r}"
-            )
+            raise ConfigError(f"Outliers 'fraction' must be one number in [0, 1], got {self.fraction!r}")
         object.__setattr__(self, "fraction", fraction)
         object.__setattr__(
-            self, "magnitude",
+            self,
+            "magnitude",
             _per_joint_option(self.magnitude, "Outliers", "magnitude", minimum=0.0, exclusive=True),
         )
 
@@ -294,9 +287,9 @@ class Quantization(NoiseModel):
     def __post_init__(self) -> None:
         _check_signal(self.signal, "Quantization")
         object.__setattr__(
-            self, "resolution",
-            _per_joint_option(self.resolution, "Quantization", "resolution", minimum=0.0,
-                              exclusive=True),
+            self,
+            "resolution",
+            _per_joint_option(self.resolution, "Quantization", "resolution", minimum=0.0, exclusive=True),
         )
 
     def _perturb(self, signals, rng) -> None:
@@ -335,8 +328,10 @@ class CurrentMeasurement(NoiseModel):
     def __post_init__(self) -> None:
         name = "CurrentMeasurement"
         for field, minimum, exclusive in (
-            ("gear_ratio", 0.0, True), ("torque_constant", 0.0, True),
-            ("current_std", 0.0, False), ("efficiency", 0.0, True),
+            ("gear_ratio", 0.0, True),
+            ("torque_constant", 0.0, True),
+            ("current_std", 0.0, False),
+            ("efficiency", 0.0, True),
         ):
             value = _per_joint_option(getattr(self, field), name, field, minimum, exclusive)
             object.__setattr__(self, field, value)
@@ -353,17 +348,14 @@ class CurrentMeasurement(NoiseModel):
             * _broadcast(self.torque_constant, n, name, "torque_constant")
         )  # N·m of joint torque per A of motor current
         current = tau / ratio  # seed 001 Eq. 1 solved for i_q
-        current = current + _broadcast(self.current_std, n, name, "current_std") * (
-            rng.standard_normal(tau.shape)
-        )
+        current = current + _broadcast(self.current_std, n, name, "current_std") * (rng.standard_normal(tau.shape))
         signals["tau"] = ratio * current  # seed 001 Eq. 1
 
 
 def _check_rng(rng) -> None:
     if not isinstance(rng, np.random.Generator):
         raise ConfigError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
-            f"got {type(rng).__name__}"
+            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}"
         )
 
 
@@ -387,9 +379,7 @@ class NoiseChain:
     def __len__(self) -> int:
         return len(self.models)
 
-    def apply(
-        self, signals: Mapping[str, np.ndarray], rng: np.random.Generator
-    ) -> dict[str, np.ndarray]:
+    def apply(self, signals: Mapping[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Apply every model in order; return a new dict of new arrays.
 
         Args:
@@ -461,8 +451,11 @@ class _NoiseConfig(_Strict):
 
 
 _SECTIONS: dict[str, type[BaseModel]] = {
-    "": _NoiseConfig, **{s: _SignalNoiseConfig for s in SIGNALS}, "outliers": _OutliersConfig,
-    "quantization": _QuantizationConfig, "current": _CurrentConfig,
+    "": _NoiseConfig,
+    **{s: _SignalNoiseConfig for s in SIGNALS},
+    "outliers": _OutliersConfig,
+    "quantization": _QuantizationConfig,
+    "current": _CurrentConfig,
 }
 
 
@@ -583,8 +576,7 @@ def noise_from_config(mapping: Mapping[str, Any] | None) -> NoiseChain:
 
     if config.current is not None:
         c = config.current
-        add("current", lambda: CurrentMeasurement(
-            c.gear_ratio, c.torque_constant, c.current_std, c.efficiency))
+        add("current", lambda: CurrentMeasurement(c.gear_ratio, c.torque_constant, c.current_std, c.efficiency))
     for signal in SIGNALS:
         section = getattr(config, signal)
         if section is None:
@@ -620,14 +612,10 @@ def measured_snr_db(clean, noisy) -> np.ndarray:
     clean = np.asarray(clean, dtype=float)
     noisy = np.asarray(noisy, dtype=float)
     if clean.shape != noisy.shape or clean.ndim not in (1, 2):
-        raise DataError(
-            f"clean and noisy must have the same shape (N,) or (N, n), got {clean.shape} and "
-            f"{noisy.shape}"
-        )
+        raise DataError(f"clean and noisy must have the same shape (N,) or (N, n), got {clean.shape} and {noisy.shape}")
     if not (np.all(np.isfinite(clean)) and np.all(np.isfinite(noisy))):
         raise DataError("clean or noisy contains NaN or inf")
     signal_power = np.mean(clean**2, axis=0)
     noise_power = np.mean((noisy - clean) ** 2, axis=0)
     with np.errstate(divide="ignore"):
         return 10.0 * np.log10(signal_power / noise_power)
-
