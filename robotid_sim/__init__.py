@@ -12,9 +12,9 @@ the first time it is used (PEP 562), so worker processes that need one stage nev
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from robotid_sim._lazy import lazy_attributes
 from robotid_sim.errors import (
     ConfigError,
     DataError,
@@ -99,17 +99,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY_ATTRIBUTES.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-    elif name in _LAZY_SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value  # later accesses are plain attribute look-ups
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_ATTRIBUTES, *_LAZY_SUBMODULES})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY_ATTRIBUTES, _LAZY_SUBMODULES)

@@ -19,8 +19,9 @@ FourierExcitation`` does not load the optimiser (SciPy) that only :func:`optimiz
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from robotid_sim._lazy import lazy_attributes
 
 _LAZY_ATTRIBUTES: dict[str, str] = {
     "STEPWISE_LABELS": "robotid_sim.excitation.base",
@@ -94,14 +95,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY_ATTRIBUTES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_ATTRIBUTES})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY_ATTRIBUTES)

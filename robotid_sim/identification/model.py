@@ -33,10 +33,11 @@ import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
+from robotid_sim._json import jsonable
 from robotid_sim.dynamics.forward import forward_dynamics_from_inverse, mass_matrix_from_inverse
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, DataError, ModelError
@@ -163,15 +164,15 @@ class IdentifiedModel(ABC):
         head = {
             "kind": self.kind,
             "estimator": self.estimator,
-            "options": _jsonable(self.options),
+            "options": jsonable(self.options),
             "joint_names": list(self.joint_names),
-            "diagnostics": _jsonable(self.diagnostics),
+            "diagnostics": jsonable(self.diagnostics),
         }
         if self.history is not None:
             head["history"] = {"names": list(self.history.names), "unit": self.history.unit}
             arrays["history_t"] = self.history.t
             arrays["history_values"] = self.history.values
-        return {**head, **_jsonable(data)}, arrays
+        return {**head, **jsonable(data)}, arrays
 
     @classmethod
     def from_state(cls, data: dict, arrays: dict[str, np.ndarray]) -> IdentifiedModel:
@@ -241,18 +242,6 @@ def _atomic_write(path: Path, blob: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _jsonable(obj: Any):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
 
 
 def prefixed(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:

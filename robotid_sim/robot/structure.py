@@ -23,6 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
+from robotid_sim._json import jsonable
 from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict
 from robotid_sim.errors import ModelError
 from robotid_sim.robot.chain import Joint
@@ -193,7 +194,7 @@ class RobotStructure:
                 for j in self.joints
             ],
             "gravity": self.gravity.tolist(),
-            "friction": _jsonable(self.friction_law),
+            "friction": jsonable(self.friction_law),
             "rotor_inertia": bool(self.rotor_inertia),
             "gear_ratio": self.gear_ratio.tolist(),
             "velocity_limit": self.velocity_limit.tolist(),
@@ -258,18 +259,6 @@ class RobotStructure:
         return isinstance(other, RobotStructure) and self.sha256 == other.sha256
 
     __hash__ = None  # type: ignore[assignment]
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
 
 
 def _diff(a, b, where: str) -> list[str]:

@@ -6,10 +6,11 @@ PyBullet nor SciPy; ``robotid_sim.sim.Dataset`` loads only :mod:`robotid_sim.sim
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from robotid_sim._lazy import lazy_attributes
 
 _LAZY_ATTRIBUTES: dict[str, str] = {
     "Dataset": "robotid_sim.sim.dataset",
@@ -27,17 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "PyBulletSimulator", "Signals", "load_dataset", "simulate"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY_ATTRIBUTES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_ATTRIBUTES})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY_ATTRIBUTES)
 
 
 class _Package(types.ModuleType):
