@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,29 @@ class Joint:
     @property
     def continuous(self) -> bool:
         return not (np.isfinite(self.lower) and np.isfinite(self.upper))
+
+
+class JointChain:
+    """What a robot and its structure both say about their ``joints`` (a sequence of :class:`Joint`)."""
+
+    joints: Sequence[Joint]
+
+    @property
+    def n_dof(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> list[str]:
+        return [j.name for j in self.joints]
+
+    @property
+    def joint_kinds(self) -> list[str]:
+        return [j.kind for j in self.joints]
+
+    @property
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper position limits (n,); ±inf for continuous joints."""
+        return np.array([j.lower for j in self.joints]), np.array([j.upper for j in self.joints])
 
 
 def inertial_parameters(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ from robotid_sim.dynamics.friction import FrictionModel, NoFriction, friction_fr
 from robotid_sim.dynamics.newton_euler import inertial_regressor
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, ModelError
-from robotid_sim.robot.chain import INERTIAL_NAMES, Joint
+from robotid_sim.robot.chain import INERTIAL_NAMES, Joint, JointChain
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
 from robotid_sim.robot.structure import RobotStructure
 from robotid_sim.robot.urdf import parse_urdf
@@ -43,7 +43,7 @@ def _per_joint(value, n: int, what: str) -> np.ndarray:
 
 
 @dataclass
-class Robot:
+class Robot(JointChain):
     """A robot model with its exact, known parameters.
 
     Build one with :func:`load_robot`. Every dynamics method is batched over samples.
@@ -62,23 +62,6 @@ class Robot:
     _structure: RobotStructure | None = field(default=None, repr=False)
 
     # ----------------------------------------------------------------- description
-    @property
-    def n_dof(self) -> int:
-        return len(self.joints)
-
-    @property
-    def joint_names(self) -> list[str]:
-        return [j.name for j in self.joints]
-
-    @property
-    def joint_kinds(self) -> list[str]:
-        return [j.kind for j in self.joints]
-
-    @property
-    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper position limits (n,); ±inf for continuous joints."""
-        return np.array([j.lower for j in self.joints]), np.array([j.upper for j in self.joints])
-
     @property
     def inertials(self) -> np.ndarray:
         """True standard inertial parameters (n, 10)."""

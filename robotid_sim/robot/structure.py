@@ -26,7 +26,7 @@ import numpy as np
 from robotid_sim._json import jsonable
 from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict
 from robotid_sim.errors import ModelError
-from robotid_sim.robot.chain import Joint
+from robotid_sim.robot.chain import Joint, JointChain
 
 #: version of :meth:`RobotStructure.to_dict`'s layout
 STRUCTURE_VERSION = 1
@@ -47,7 +47,7 @@ def _friction_law(friction: FrictionModel) -> dict:
 
 
 @dataclass(frozen=True, eq=False)
-class RobotStructure:
+class RobotStructure(JointChain):
     """Kinematics, gravity, friction law and parameter layout of a robot, without its parameters.
 
     Build one with :meth:`Robot.structure() <robotid_sim.robot.Robot.structure>` or
@@ -89,23 +89,6 @@ class RobotStructure:
         )
 
     # ----------------------------------------------------------------- description
-    @property
-    def n_dof(self) -> int:
-        return len(self.joints)
-
-    @property
-    def joint_names(self) -> list[str]:
-        return [j.name for j in self.joints]
-
-    @property
-    def joint_kinds(self) -> list[str]:
-        return [j.kind for j in self.joints]
-
-    @property
-    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper position limits (n,); ±inf for continuous joints."""
-        return np.array([j.lower for j in self.joints]), np.array([j.upper for j in self.joints])
-
     @property
     def parameter_names(self) -> list[str]:
         """Names of the p standard parameters, in regressor order (see :class:`Robot`)."""
