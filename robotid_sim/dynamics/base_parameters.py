@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.linalg
 
 from robotid_sim.errors import ModelError
 
@@ -126,6 +125,8 @@ def compute_base_parameters(
         n_samples: random samples stacked (each gives n rows).
         seed: seed of the random samples; the result does not depend on it.
     """
+    import scipy.linalg  # SciPy loads only when this runs (start-up of workers)
+
     rng = np.random.default_rng(seed)
     W = regressor(*sampler(rng, n_samples))
     W = W.reshape(-1, W.shape[-1])

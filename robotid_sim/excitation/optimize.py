@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import differential_evolution
 
 from robotid_sim.errors import ConfigError
 from robotid_sim.excitation.base import Excitation, JointLimits, time_grid
@@ -253,6 +252,8 @@ def optimize_fourier(
     x0[:, -1] = 0.5  # start centred in the position ranges
     x0 = x0.ravel()
     history: list[float] = []
+    from scipy.optimize import differential_evolution  # SciPy's optimiser loads only when optimising
+
     began = time.perf_counter()
 
     def callback(intermediate_result):

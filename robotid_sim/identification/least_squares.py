@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,8 @@ def weighted_least_squares(W: np.ndarray, y: np.ndarray, weights: np.ndarray | N
         y: (m,) stacked measurement.
         weights: (m,) non-negative row weights (1/variance; 0 drops a row), default all 1.
     """
+    import scipy.linalg  # SciPy loads only when this runs (start-up of workers)
+
     w = np.ones(len(y)) if weights is None else np.asarray(weights, float)
     keep = w > 0
     sw = np.sqrt(w[keep])

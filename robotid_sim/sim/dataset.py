@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.io
 
 from robotid_sim.errors import DataError
 
@@ -306,6 +305,8 @@ class Dataset:
             arrays["t"] = self.t[:, None]
             arrays["joint_names"] = json.dumps(self.joint_names)
             arrays["metadata"] = meta_text
+            import scipy.io  # only for .mat files
+
             _atomic_write(path, "wb", lambda fh: scipy.io.savemat(fh, arrays, oned_as="column"))
         if sidecar is not None:
             _atomic_write(sidecar, "w", lambda fh: fh.write(sidecar_text))
@@ -416,6 +417,8 @@ def load_dataset(path, joint_names: list[str] | None = None) -> Dataset:
             raise DataError(f"cannot read '{path}' as .npz: {exc}") from None
     else:
         try:
+            import scipy.io  # only for .mat files
+
             arrays = {key: value for key, value in scipy.io.loadmat(path).items() if not key.startswith("__")}
         except (OSError, ValueError, NotImplementedError) as exc:
             raise DataError(f"cannot read '{path}' as .mat: {exc}") from None
