@@ -17,31 +17,31 @@ from robotid_sim.sim.pybullet_sim import PyBulletSimulator
 NOISE = {"q": {"snr_db": 60}, "qd": {"snr_db": 40}, "tau": {"std": 0.05}}
 
 #: SHA-256 of the float64 bytes of ``simulate(name, "default", duration=2.0, noise=NOISE, seed=3)``,
-#: recorded with the tracking loop as it was before controllers were pluggable (pybullet 3.2.7,
+#: recorded after the URDF parity gate (issue 8: PyBullet gets the exact inertia; pybullet 3.2.7,
 #: numpy 2.4, x86-64 Linux). A platform whose Bullet rounds differently changes these; the
 #: platform-independent check is test_default_track_equals_the_loop_before_controllers.
 RECORDED = {
     "planar3r": {
         "t": "4b4830d62a71e818a4e5aecabd13f5a3b218cdefb63bc93fb6eba83785cdcb3c",
-        "q": "7a11f4af3325c2a28ef2d9f1d6371a5cd0960b4b62cc75de0463875db93cc131",
-        "qd": "3765b64844d268cc373c6c4ad9f57630069ae8d2035abf5f4d02214cb4f61a3e",
-        "qdd": "4fd51b129ce6523e2d18f49ffc8f5aa8c4131c75b8086c1e027a15c9bea1af15",
-        "tau": "99d2b7fb2f5f829ea9b5bd2f1216f8e0161c107ca51d2bc3a8649d445392a0bd",
-        "truth_q": "4ce3d4ab15657a30af17eb4d9cd89555e159919b397fe9345e80e481ef0f224e",
-        "truth_qd": "5d8f989256a55fe1c947a481f8bfeb93c0674277ddf670351ea335da2d2b2326",
-        "truth_qdd": "4fd51b129ce6523e2d18f49ffc8f5aa8c4131c75b8086c1e027a15c9bea1af15",
-        "truth_tau": "0ebb8d0c87715beaf2a3e5517578f63dd5dcc3d86dc88cff68a1b97d9200e156",
+        "q": "aed6d9f61d88500dfed4099fdd7be71dc1563c61f3f8f85a3e2bf92d0fbba974",
+        "qd": "a16d06a0165e3cd1f00bb548e15a3d2b22efe478e924e8b18fcbef0151a6721d",
+        "qdd": "6231d4ea6c0eb8190ae95b730d31ec864341f265807c37cbcd8160560bde77fe",
+        "tau": "e31b7a21c25ff479395af762086feab8bb7f781cce80ef0b2f61368fe67dbd8e",
+        "truth_q": "9c0327d02ff2318aa24be20bd0139abb1d6331bfc85a134b75457f491263ad33",
+        "truth_qd": "baabc1203de77f66528ea4dc403d84110a191d6262f971822196e03cb41c5146",
+        "truth_qdd": "6231d4ea6c0eb8190ae95b730d31ec864341f265807c37cbcd8160560bde77fe",
+        "truth_tau": "987de9892d1dbe5596cbdce9cfb33c32082e097a211f52f07d6b270482d80d64",
     },
     "prrrp": {
         "t": "4b4830d62a71e818a4e5aecabd13f5a3b218cdefb63bc93fb6eba83785cdcb3c",
         "q": "71191043f1ff7212e807e4f8561349dfd916b73905bfd51472614ce3ec7d73ab",
-        "qd": "24d40927e816a91876cadd9ad656e14b2f579941b326593e1b65af3f9ac87a0f",
-        "qdd": "7c8c9ea2f676f52405b030bf69a51b66591748b522086350fbcff21401997778",
-        "tau": "4da1dd521e3345582a9ff8e68f798caedb3d73ed7836e8e186d65c74c6811c4a",
+        "qd": "63b90fc077fd4d9025792cbbe03006770e69527e6a7dc014f0f143522719f2ff",
+        "qdd": "0a03342db928dadaaa0dab3f4b9e4b891acaf65c8a53167e5ab535473e177116",
+        "tau": "c509d536b5c8769c2726bee1cc7feb59c4456e4dc6dc673a7eee8bdc180b150c",
         "truth_q": "252fe5a303a98252fa9cdb1c5b1b3ce2d03abcd691852cb109ab6569594eca7c",
-        "truth_qd": "2562f9dd0702323c856f49bc6a9d41bb83e073426051fd62556b92db97131d98",
-        "truth_qdd": "7c8c9ea2f676f52405b030bf69a51b66591748b522086350fbcff21401997778",
-        "truth_tau": "8410390e6eafcbf646b2b2694c1f16d229b8b8874ca1bad216fc4ac0bbbe4ecc",
+        "truth_qd": "84ea1e5a75289b7df4daae39802dcb12dde68ef5aba636ad45aafe5c6959a912",
+        "truth_qdd": "0a03342db928dadaaa0dab3f4b9e4b891acaf65c8a53167e5ab535473e177116",
+        "truth_tau": "8a9acd4d42fbe69737676d429557c4149f3c2a2c4f31fef3e557f22f722891ce",
     },
 }
 

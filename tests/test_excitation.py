@@ -49,7 +49,7 @@ def gen3r(tmp_path_factory) -> rid.Robot:
             "velocity": 1.5,
             "mass": 2.0,
             "com": [0.02, 0.01, -0.1],
-            "inertia": [0.02, 0.001, 0.0, 0.03, 0.0, 0.01],
+            "inertia": [0.02, 0.001, 0.0, 0.03, 0.0, 0.025],
         },
         {
             "type": "revolute",

@@ -32,6 +32,11 @@ from robotid_sim.robot.urdf import parse_urdf
 DEFAULT_VELOCITY_LIMIT = 2.0
 DEFAULT_ACCELERATION_LIMIT = 5.0
 
+#: half-width of the position range a default excitation uses on a joint without position limits:
+#: continuous revolute joints (rad) and prismatic joints without limits (m)
+DEFAULT_REVOLUTE_RANGE = float(np.pi)
+DEFAULT_PRISMATIC_RANGE = 0.2
+
 
 def _per_joint(value, n: int, what: str) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
@@ -244,7 +249,12 @@ def robot_from_urdf(urdf: str | Path, sidecar: str | Path | Sidecar | None = Non
     """Build a :class:`Robot` from a URDF path and an optional sidecar (path or object).
 
     Without a sidecar the robot has no friction, no rotor inertia, gravity -9.81 along z and
-    velocity/acceleration limits from the URDF (or defaults).
+    velocity/acceleration limits from the URDF (or :data:`DEFAULT_VELOCITY_LIMIT`,
+    :data:`DEFAULT_ACCELERATION_LIMIT`).
+
+    Raises:
+        ModelError: the URDF cannot be read or describes no robot the simulator can be exact for
+            (see :mod:`robotid_sim.robot.urdf`: the message names the link or joint and the fix).
     """
     name, joints, _ = parse_urdf(urdf)
     n = len(joints)

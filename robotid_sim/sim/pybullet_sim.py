@@ -1,14 +1,54 @@
 """PyBullet backend made exact (SPEC §5).
 
-The exactness traps and what this module does about each:
+The simulator is the model: for every robot that loads, PyBullet simulates exactly what
+:class:`~robotid_sim.robot.Robot` computes, or :class:`PyBulletSimulator` refuses to start.
+
+**What PyBullet loads.** Not the user's URDF but a copy written by
+:func:`~robotid_sim.robot.urdf.pybullet_urdf` (in a temporary folder, deleted once loaded): the
+file's kinematics with the *model's* inertia — each moving body (a link carried by a moving
+joint, its fixed children merged) as one explicit inertial in principal form, every other link
+an explicit zero inertial — and no ``<collision>``, no ``<visual>`` whose mesh file is missing,
+no URDF joint damping/friction, no joint-limit constraints. PyBullet's own conventions thus never
+apply: a link without ``<inertial>`` (a ROS ``tool0`` frame) is massless as in the model, not
+1 kg with a unit inertia; missing mesh files do not matter; and ``robot.with_parameters(theta)``
+is simulated with its own parameters.
+
+**What is refused, and where.** An inertia that no rigid body has (negative principal moment of
+inertia about the COM, or a broken triangle inequality; PyBullet would silently set it to zero)
+is refused when the URDF is loaded (:func:`~robotid_sim.robot.load_robot`, naming the link and
+the fix) and, for parameters set in Python, here before loading. A negative mass, a link with two
+parents, a joint without parent are refused at load time.
+
+**The parity gate.** After loading, :class:`PyBulletSimulator` compares what PyBullet actually
+uses with the model and raises :class:`~robotid_sim.errors.ModelError` naming the first link or
+joint that differs (with PyBullet's own warnings) beyond a relative :data:`PARITY_RTOL` = 1e-9:
+
+- per link, ``getDynamicsInfo``: mass, centre of mass and inertia about the COM (principal
+  moments and inertial frame);
+- at :data:`PARITY_STATES` random states inside the limits: ``calculateMassMatrix`` against
+  the model's mass matrix (rigid body, no rotor inertia) and ``calculateInverseDynamics``
+  against :meth:`~robotid_sim.robot.Robot.rigid_body_torque` (gravity included);
+- the mass matrix must be regular: a joint that moves no mass or inertia (e.g. a massless link
+  at the end of the chain) cannot be simulated, since Bullet's forward dynamics divides by zero.
+
+Nothing is ever adopted from PyBullet silently: PyBullet is made to load the model, then checked.
+
+**Console output.** PyBullet writes at C level (the import banner ``pybullet build time: ...`` on
+stderr, ``b3Warning``/``b3Printf`` on stdout). Both file descriptors are redirected to a temporary
+file around ``import pybullet`` (done on first use), connect, loadURDF and the parity check, and
+the text is logged at DEBUG level and quoted in the parity gate's errors. :func:`set_verbose`
+(the CLI's ``--verbose``) turns this off: nothing is redirected.
+
+Other exactness traps and what this module does about each:
 
 - inertia recomputed from collision shapes -> loaded with ``URDF_USE_INERTIA_FROM_FILE``;
 - default link linear/angular damping and URDF joint damping -> all set to zero with
   ``changeDynamics``;
 - default velocity motors resist motion -> disabled (VELOCITY_CONTROL with force 0) before
   TORQUE_CONTROL;
-- joint limits are enforced by Bullet -> the reference is checked against the limits before
-  running, and the simulated positions after;
+- joint limits -> not enforced by Bullet (its limit constraint would add forces the model does
+  not have); the reference is checked against the limits before running, and the simulated
+  positions after (:meth:`PyBulletSimulator.check_positions`);
 - no joint friction or rotor inertia in torque mode -> injected: the *measured* motor torque is
   rigid-body torque + rotor inertia term + the sidecar friction law, while Bullet only receives
   the rigid-body part.
@@ -33,57 +73,213 @@ robot's inverse dynamics exactly.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
 from math import isfinite
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
-import pybullet as p
 
 from robotid_sim.control import AccelerationController, ComputedTorquePD, Controller, Plant, Reference
+from robotid_sim.dynamics import crba
 from robotid_sim.errors import DataError, ModelError
+from robotid_sim.robot import physical
+from robotid_sim.robot.chain import split_inertial
 from robotid_sim.robot.model import Robot
+from robotid_sim.robot.urdf import pybullet_urdf
 
 log = logging.getLogger(__name__)
 
 #: default physics step (s), SPEC §5
 DEFAULT_DT = 1e-3
 
+#: relative tolerance of the parity gate between PyBullet and the model
+PARITY_RTOL = 1e-9
+
+#: random states (inside the limits, fixed seed) at which the parity gate compares the dynamics
+PARITY_STATES = 3
+
+#: a mass matrix whose diagonal-scaled form has an eigenvalue below this is singular
+SINGULAR_RTOL = 1e-10
+
+#: the pybullet module, imported on first use by :func:`pybullet_module` (with its banner silenced)
+p: ModuleType | None = None
+
+_verbose = False
+_redirect_lock = threading.RLock()
+_redirect_depth = 0
+
+
+def set_verbose(flag: bool) -> None:
+    """Let PyBullet print to the console (True), or silence and capture it (False, the default)."""
+    global _verbose
+    _verbose = bool(flag)
+
+
+def is_verbose() -> bool:
+    """Whether PyBullet's console output is let through (see :func:`set_verbose`)."""
+    return _verbose
+
+
+class CapturedOutput:
+    """What PyBullet printed inside :func:`pybullet_output` (filled in when the block exits)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def messages(self) -> list[str]:
+        """The printed lines without PyBullet's ``b3Warning[file,line]:`` prefixes, blank lines dropped."""
+        text = re.sub(r"b3(Warning|Error|Printf)\[[^\]]*\]:\s*", "\n", self.text)
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _flush_c_stdio() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library to flush (not POSIX)
+        pass
+
+
+@contextlib.contextmanager
+def pybullet_output() -> Iterator[CapturedOutput]:
+    """Silence and capture the C-level stdout and stderr (file descriptors 1 and 2) inside the block.
+
+    Yields a :class:`CapturedOutput` whose ``text`` is set when the block exits. Python's own
+    streams are flushed before and after, the descriptors are always restored, and the text is
+    logged at DEBUG level. With :func:`set_verbose` (True) nothing is redirected. Nested blocks
+    capture into the outermost one; the redirection is process-wide, so other threads' output
+    during the block is captured too.
+    """
+    global _redirect_depth
+    captured = CapturedOutput()
+    if _verbose:
+        yield captured
+        return
+    with _redirect_lock:
+        if _redirect_depth:
+            yield captured
+            return
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        _flush_c_stdio()
+        sink = tempfile.TemporaryFile()
+        saved: list[tuple[int, int]] = []
+        _redirect_depth += 1
+        try:
+            for fd in (1, 2):
+                try:
+                    saved.append((fd, os.dup(fd)))
+                except OSError:  # descriptor not open: nothing to silence
+                    continue
+                os.dup2(sink.fileno(), fd)
+            yield captured
+        finally:
+            _redirect_depth -= 1
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            _flush_c_stdio()
+            for fd, copy in saved:
+                os.dup2(copy, fd)
+                os.close(copy)
+            sink.seek(0)
+            captured.text = sink.read().decode(errors="replace")
+            sink.close()
+            if captured.text.strip():
+                log.debug("PyBullet printed: %s", " | ".join(captured.messages()))
+
+
+def pybullet_module() -> ModuleType:
+    """The ``pybullet`` module, imported on first use inside :func:`pybullet_output` (no banner)."""
+    global p
+    if p is None:
+        with pybullet_output():
+            import pybullet
+
+        p = pybullet
+    return p
+
 
 class PyBulletSimulator:
-    """A headless (DIRECT) PyBullet world holding one fixed-base arm.
+    """A headless (DIRECT) PyBullet world holding one fixed-base arm, checked equal to the model.
 
     Args:
-        robot: the robot; its URDF is what Bullet loads.
+        robot: the robot; PyBullet loads its URDF's kinematics with the robot's inertial
+            parameters (see the module docstring).
         dt: physics step in seconds.
+
+    Raises:
+        ModelError: the robot has no URDF file, a link's inertia is not one a rigid body has,
+            PyBullet cannot load the URDF, or the parity gate finds a difference between PyBullet
+            and the model (naming the link or joint, with PyBullet's warnings).
     """
 
     def __init__(self, robot: Robot, dt: float = DEFAULT_DT):
+        self.client = None
         if robot.urdf_path is None:
             raise ModelError("the robot has no URDF file on disk; PyBullet needs one (save the URDF text first)")
         if not dt > 0:
             raise DataError(f"dt must be > 0, got {dt}")
         self.robot = robot
         self.dt = float(dt)
-        self.client = p.connect(p.DIRECT)
-        c = self.client
-        p.setGravity(*map(float, robot.gravity), physicsClientId=c)
-        p.setTimeStep(self.dt, physicsClientId=c)
-        self.body = p.loadURDF(
-            str(robot.urdf_path), useFixedBase=True, flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c
-        )
+        _refuse_inconsistent_bodies(robot)
+        text = pybullet_urdf(robot.urdf_path, robot.inertials)
+        pb = pybullet_module()
+        problem = None
+        try:
+            with pybullet_output() as output:
+                problem = self._load(pb, text)
+                if problem is None:
+                    problem = self._check_parity(pb)
+        except BaseException:
+            self.close()
+            raise
+        if problem is not None:
+            self.close()
+            said = output.messages()
+            quoted = f" PyBullet said: {' | '.join(said[:12])}" if said else ""
+            raise ModelError(f"{problem}{quoted}")
+        self.t = 0.0
+
+    def _load(self, pb: ModuleType, text: str) -> str | None:
+        """Connect, load the URDF copy, map the joints, remove damping and motors; a problem or None."""
+        robot = self.robot
+        self.client = c = pb.connect(pb.DIRECT)
+        pb.setGravity(*map(float, robot.gravity), physicsClientId=c)
+        pb.setTimeStep(self.dt, physicsClientId=c)
+        with tempfile.TemporaryDirectory(prefix="robotid_sim_") as folder:
+            path = Path(folder) / f"{Path(robot.urdf_path).stem}.urdf"
+            path.write_text(text, encoding="utf-8")
+            try:
+                self.body = pb.loadURDF(
+                    str(path), useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c
+                )
+            except pb.error as exc:
+                return f"PyBullet cannot load the URDF of robot '{robot.name}' ({robot.urdf_path}): {exc}."
         names = {}
-        for i in range(p.getNumJoints(self.body, physicsClientId=c)):
-            info = p.getJointInfo(self.body, i, physicsClientId=c)
-            if info[2] != p.JOINT_FIXED:
+        self.link_names: dict[int, str] = {}
+        for i in range(pb.getNumJoints(self.body, physicsClientId=c)):
+            info = pb.getJointInfo(self.body, i, physicsClientId=c)
+            self.link_names[i] = info[12].decode()
+            if info[2] != pb.JOINT_FIXED:
                 names[info[1].decode()] = i
         missing = [nm for nm in robot.joint_names if nm not in names]
         if missing:
-            raise ModelError(f"PyBullet did not find the moving joints {missing} in {robot.urdf_path}")
+            return f"PyBullet did not find the moving joints {missing} in {robot.urdf_path}"
         self.joint_ids = [names[nm] for nm in robot.joint_names]
         if sorted(self.joint_ids) != self.joint_ids:
-            raise ModelError("PyBullet orders the moving joints differently from the URDF chain")
-        for link in range(-1, p.getNumJoints(self.body, physicsClientId=c)):
-            p.changeDynamics(
+            return "PyBullet orders the moving joints differently from the URDF chain"
+        for link in range(-1, pb.getNumJoints(self.body, physicsClientId=c)):
+            pb.changeDynamics(
                 self.body,
                 link,
                 linearDamping=0.0,
@@ -93,8 +289,68 @@ class PyBulletSimulator:
                 physicsClientId=c,
             )
         n = robot.n_dof
-        p.setJointMotorControlArray(self.body, self.joint_ids, p.VELOCITY_CONTROL, forces=[0.0] * n, physicsClientId=c)
-        self.t = 0.0
+        pb.setJointMotorControlArray(
+            self.body, self.joint_ids, pb.VELOCITY_CONTROL, forces=[0.0] * n, physicsClientId=c
+        )
+        return None
+
+    # ------------------------------------------------------------------ parity gate
+    def _check_parity(self, pb: ModuleType) -> str | None:
+        """Compare what PyBullet uses with the model (module docstring); the first difference or None."""
+        robot, c = self.robot, self.client
+        where = f"robot '{robot.name}' ({robot.urdf_path})"
+        expected = {j.link_name: j.inertial for j in robot.joints}
+        for i, link in self.link_names.items():
+            info = pb.getDynamicsInfo(self.body, i, physicsClientId=c)
+            mass, diagonal, position, orientation = info[0], info[2], info[3], info[4]
+            R = np.array(pb.getMatrixFromQuaternion(orientation)).reshape(3, 3)
+            used = (float(mass), np.asarray(position, float), R @ np.diag(diagonal) @ R.T)
+            difference = _inertial_difference(expected.get(link, np.zeros(10)), used)
+            if difference:
+                return (
+                    f"PyBullet does not simulate link '{link}' of {where} as the model has it: {difference}. "
+                    "The simulation would not be the model; fix the link's <inertial> (or the parameters given "
+                    "to with_parameters)"
+                )
+        q, qd, qdd = robot.random_states(np.random.default_rng(0), PARITY_STATES)
+        M_model = crba.mass_matrix(robot.joints, robot.inertials, q, None)
+        tau_model = robot.rigid_body_torque(q, qd, qdd)
+        names = robot.joint_names
+        for k in range(PARITY_STATES):
+            qk, qdk, qddk = q[k].tolist(), qd[k].tolist(), qdd[k].tolist()
+            try:
+                M = np.array(pb.calculateMassMatrix(self.body, qk, physicsClientId=c))
+                tau = np.array(pb.calculateInverseDynamics(self.body, qk, qdk, qddk, physicsClientId=c))
+            except (pb.error, SystemError) as exc:
+                return f"PyBullet cannot compute the dynamics of {where}: {exc}"
+            for what, ours, theirs in (
+                ("mass matrix", M_model[k], M),
+                ("inverse dynamics torque", tau_model[k], tau),
+            ):
+                scale = max(np.abs(ours).max(), np.abs(theirs).max(), np.finfo(float).tiny)
+                off = np.abs(ours - theirs) > PARITY_RTOL * scale
+                if off.any() or not np.all(np.isfinite(theirs)):
+                    idx = tuple(np.argwhere(off | ~np.isfinite(theirs))[0])
+                    at = (
+                        f"entry ('{names[idx[0]]}', '{names[idx[1]]}')" if len(idx) == 2 else f"joint '{names[idx[0]]}'"
+                    )
+                    return (
+                        f"PyBullet's {what} of {where} differs from the model's at {at} "
+                        f"(model {ours[idx]:.10g}, PyBullet {theirs[idx]:.10g}, relative difference "
+                        f"{abs(ours[idx] - theirs[idx]) / scale:.3g} > {PARITY_RTOL:g}) "
+                        f"at q = {np.round(q[k], 4).tolist()}"
+                    )
+            singular = _singular_joint(M)
+            if singular is not None:
+                j = robot.joints[singular]
+                return (
+                    f"joint '{j.name}' of {where} moves (almost) no mass or inertia: the mass matrix is singular at "
+                    f"q = {np.round(q[k], 4).tolist()}, and PyBullet's forward dynamics would divide by zero. Give "
+                    f"link '{j.link_name}' (or the links it carries) a mass and an inertia about the joint axis, "
+                    "or make the joint fixed"
+                )
+        log.debug("parity gate passed for %s: PyBullet equals the model to %g", where, PARITY_RTOL)
+        return None
 
     # ------------------------------------------------------------------ state
     def reset(self, q, qd=None) -> None:
@@ -322,3 +578,46 @@ class PyBulletSimulator:
             self.close()
         except Exception:  # interpreter shutdown
             pass
+
+
+def _refuse_inconsistent_bodies(robot: Robot) -> None:
+    """Refuse moving bodies whose inertia PyBullet would silently zero (semidefinite conditions)."""
+    consistent = physical.physically_consistent(robot.inertials, strict=False)
+    for j, ok in zip(robot.joints, consistent, strict=True):
+        if not ok:
+            problems = physical.link_violations(j.inertial, name=f"link '{j.link_name}'", strict=False)
+            raise ModelError(
+                f"PyBullet cannot simulate robot '{robot.name}' as modelled: {'; '.join(problems)}. PyBullet would "
+                f"silently change this link; fix the <inertial> of link '{j.link_name}' in {robot.urdf_path} (or "
+                "the parameters given to with_parameters)"
+            )
+
+
+def _inertial_difference(phi: np.ndarray, used: tuple[float, np.ndarray, np.ndarray]) -> str | None:
+    """How PyBullet's (mass, COM, inertia about the COM) differs from ``phi`` (10,) beyond PARITY_RTOL, or None."""
+    m, c, I_C = split_inertial(phi)
+    m_pb, c_pb, I_pb = used
+    if abs(m - m_pb) > PARITY_RTOL * max(abs(m), abs(m_pb)):
+        return f"mass {m:.10g} kg in the model, {m_pb:.10g} kg in PyBullet"
+    if m != 0 and np.abs(c - c_pb).max() > PARITY_RTOL * max(1.0, np.abs(c).max()):
+        return f"centre of mass {np.round(c, 6).tolist()} m in the model, {np.round(c_pb, 6).tolist()} m in PyBullet"
+    scale = max(np.trace(I_C), np.trace(I_pb), 0.0)
+    if np.abs(I_C - I_pb).max() > PARITY_RTOL * scale or (scale == 0 and np.any(I_C != I_pb)):
+        lam, lam_pb = np.linalg.eigvalsh(I_C), np.linalg.eigvalsh(I_pb)
+        return (
+            f"principal moments of inertia about the COM {np.round(lam, 9).tolist()} kg·m² in the model, "
+            f"{np.round(lam_pb, 9).tolist()} kg·m² in PyBullet"
+        )
+    return None
+
+
+def _singular_joint(M: np.ndarray) -> int | None:
+    """Index of a joint that makes the mass matrix (n, n) singular, or None if it is regular."""
+    d = np.diag(M)
+    if not np.all(d > SINGULAR_RTOL * max(d.max(), np.finfo(float).tiny)):
+        return int(np.argmin(d))
+    scaled = M / np.sqrt(np.outer(d, d))
+    w, V = np.linalg.eigh(scaled)
+    if w[0] > SINGULAR_RTOL:
+        return None
+    return int(np.argmax(np.abs(V[:, 0])))

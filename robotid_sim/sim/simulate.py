@@ -23,8 +23,88 @@ DEFAULT_KP = 400.0
 DEFAULT_KD = 40.0
 
 
+#: recipe of the excitation ``"default"`` for a robot whose sidecar gives none (or that has no
+#: sidecar): a random 5-harmonic Fourier series (SPEC §6) of 10 s, scaled into the limits of
+#: :func:`generic_excitation_limits` with 5 % of each kept free
+GENERIC_EXCITATION = {"type": "fourier", "harmonics": 5, "base_frequency": 0.1, "periods": 1, "seed": 0, "margin": 0.05}
+
+
+def generic_excitation_limits(robot: Robot):
+    """The :class:`~robotid_sim.excitation.base.JointLimits` the generic default excitation stays inside.
+
+    Position: the URDF limits; a joint without limits (continuous, or prismatic without limits)
+    gets ±:data:`~robotid_sim.robot.model.DEFAULT_REVOLUTE_RANGE` rad or
+    ±:data:`~robotid_sim.robot.model.DEFAULT_PRISMATIC_RANGE` m. Velocity and acceleration: the
+    sidecar's limits, or without a sidecar the robot's (URDF velocity limits, else the defaults)
+    capped at :data:`~robotid_sim.robot.model.DEFAULT_VELOCITY_LIMIT` and
+    :data:`~robotid_sim.robot.model.DEFAULT_ACCELERATION_LIMIT`.
+    """
+    from robotid_sim.excitation.base import JointLimits
+    from robotid_sim.robot.model import (
+        DEFAULT_ACCELERATION_LIMIT,
+        DEFAULT_PRISMATIC_RANGE,
+        DEFAULT_REVOLUTE_RANGE,
+        DEFAULT_VELOCITY_LIMIT,
+    )
+
+    lower, upper = robot.position_limits
+    half = np.where(np.array(robot.joint_kinds) == "prismatic", DEFAULT_PRISMATIC_RANGE, DEFAULT_REVOLUTE_RANGE)
+    velocity, acceleration = np.asarray(robot.velocity_limit, float), np.asarray(robot.acceleration_limit, float)
+    if robot.sidecar is None:
+        velocity = np.minimum(velocity, DEFAULT_VELOCITY_LIMIT)
+        acceleration = np.minimum(acceleration, DEFAULT_ACCELERATION_LIMIT)
+    return JointLimits(
+        np.where(np.isfinite(lower), lower, -half),
+        np.where(np.isfinite(upper), upper, half),
+        velocity,
+        acceleration,
+        tuple(robot.joint_names),
+    )
+
+
+def generic_excitation_note(robot: Robot) -> dict | None:
+    """What ``"default"`` means for ``robot`` when its sidecar gives no default excitation, else None.
+
+    A JSON-able mapping for the dataset metadata (``metadata["excitation_default"]``): why the
+    generic excitation is used, its recipe, the limits it stays inside and a one-line summary.
+    """
+    if robot.sidecar is not None and robot.sidecar.default_excitation is not None:
+        return None
+    limits = generic_excitation_limits(robot)
+    lower, upper = robot.position_limits
+    unlimited = [
+        f"'{name}' ({'m' if kind == 'prismatic' else 'rad'}: ±{hi:g})"
+        for name, kind, hi, a, b in zip(robot.joint_names, robot.joint_kinds, limits.upper, lower, upper, strict=True)
+        if not (np.isfinite(a) and np.isfinite(b))
+    ]
+    reason = "robot has no sidecar" if robot.sidecar is None else "sidecar has no default_excitation"
+    source = "the robot's capped at the defaults" if robot.sidecar is None else "the sidecar's"
+    summary = (
+        f"{reason}: 'default' is a {GENERIC_EXCITATION['harmonics']}-harmonic Fourier series at "
+        f"{GENERIC_EXCITATION['base_frequency']:g} Hz (seed {GENERIC_EXCITATION['seed']}, margin "
+        f"{GENERIC_EXCITATION['margin']:g}) inside the URDF position limits"
+        + (f", unlimited joints bounded to {', '.join(unlimited)}" if unlimited else "")
+        + f"; velocity and acceleration limits: {source} (|qd| <= {np.round(limits.velocity, 4).tolist()}, "
+        f"|qdd| <= {np.round(limits.acceleration, 4).tolist()})"
+    )
+    return {
+        "reason": reason,
+        "recipe": dict(GENERIC_EXCITATION),
+        "position_lower": limits.lower.tolist(),
+        "position_upper": limits.upper.tolist(),
+        "velocity_limit": limits.velocity.tolist(),
+        "acceleration_limit": limits.acceleration.tolist(),
+        "summary": summary,
+    }
+
+
 def resolve_excitation(robot: Robot, excitation) -> Any:
-    """An excitation object from an object, a config mapping, or ``"default"`` (the sidecar's)."""
+    """An excitation object from an object, a config mapping, or ``"default"``.
+
+    ``"default"`` is the sidecar's ``default_excitation``; for a robot without one (a URDF without
+    a sidecar, such as any pybullet_data arm) it is :data:`GENERIC_EXCITATION` inside
+    :func:`generic_excitation_limits`, described by :func:`generic_excitation_note`.
+    """
     from robotid_sim.excitation import Excitation, excitation_from_config
 
     if isinstance(excitation, Excitation):
@@ -34,10 +114,9 @@ def resolve_excitation(robot: Robot, excitation) -> Any:
             raise ConfigError(f"excitation must be an Excitation, a mapping, or 'default', got {excitation!r}")
         config = robot.sidecar.default_excitation if robot.sidecar is not None else None
         if config is None:
-            raise ConfigError(
-                f"robot '{robot.name}' has no default_excitation in its sidecar; pass an excitation "
-                "(e.g. {'type': 'fourier', 'harmonics': 5, 'base_frequency': 0.1})"
-            )
+            note = generic_excitation_note(robot)
+            log.info("robot '%s': %s", robot.name, note["summary"])
+            return excitation_from_config(dict(GENERIC_EXCITATION), generic_excitation_limits(robot))
         return excitation_from_config(config, robot)
     if isinstance(excitation, Mapping):
         return excitation_from_config(dict(excitation), robot)
@@ -151,6 +230,9 @@ def simulate(
         "controller": controller.describe(),
         "tracking_error_max": float(np.abs(rec["q"] - q_ref[::decimation]).max()),
     }
+    note = generic_excitation_note(robot) if isinstance(excitation, str) else None
+    if note is not None:
+        metadata["excitation_default"] = note
     log.info("simulated %s for %.1f s: %d samples", robot.name, duration, len(rec["t"]))
     return Dataset(
         rec["t"],
