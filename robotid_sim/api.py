@@ -17,13 +17,19 @@ def identify(dataset, robot: Robot | str, estimator: str = "wls", **options) -> 
         robot: a :class:`Robot`, a bundled robot name or a URDF path (its structure is used).
         estimator: estimator name (``robotid-sim plugins`` lists them).
         **options: the estimator's options; an unknown option raises ConfigError listing valid ones.
+
+    Raises:
+        ConfigError: an unknown estimator or option, or an option of the wrong type (before any work).
+        DataError: the data was recorded on another robot or with other joints than ``robot``'s
+            (``dataset.metadata["robot"]``, ``dataset.joint_names``, the joint count), naming both.
+        IdentificationError: the data does not excite every base parameter.
     """
     # imported here, not with the module: ``import robotid_sim`` must stay cheap (see __init__)
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
     from robotid_sim.robot import Robot, load_robot
 
+    est = get_estimator(estimator).from_options(**options)  # a bad option fails before the robot is built
     if not isinstance(robot, Robot):
         robot = load_robot(robot)
-    est = get_estimator(estimator).from_options(**options)
     return est.fit(IdentificationProblem(robot, dataset))

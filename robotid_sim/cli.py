@@ -3,20 +3,35 @@
 Start-up is kept short (``robotid-sim --help`` must not wait for the numerical stack): this module imports
 only the standard library and :mod:`robotid_sim.errors`; rich, NumPy and the rest of the package are imported
 by the command that needs them.
+
+Errors: a user error (a :class:`~robotid_sim.errors.RobotIdError`, an unreadable or unwritable path,
+malformed JSON or YAML) prints one line ``error: ...`` naming the problem and the fix, and exits with
+code 2; inputs and output paths are checked before any simulation or identification starts, so a bad
+argument never costs a run and never leaves a half-written file. Anything else is a bug: one line says so
+and exits with code 1; ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import logging
+import math
 import os
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from robotid_sim.errors import RobotIdError
+from robotid_sim.errors import ConfigError, DataError, RobotIdError
+
+#: exit code of a user error (bad input), as argparse uses for bad arguments
+EXIT_USER_ERROR = 2
+#: exit code of an unexpected exception (a bug)
+EXIT_BUG = 1
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,6 +91,71 @@ class _Bars:
         self.progress.update(self.tasks[label], completed=done, total=total)
 
 
+# ------------------------------------------------------------------------------------------- checks
+def _check_output(value: str, suffixes: tuple[str, ...], flag: str, also: tuple[Path, ...] = ()) -> Path:
+    """``value`` as a path that can be written now: known suffix, existing writable folder, no file there.
+
+    ``also``: further files the command writes beside it (a model's ``.npz``); they must not exist either.
+
+    Raises:
+        ConfigError: naming the flag, the path and the fix.
+    """
+    path = Path(value)
+    if path.suffix.lower() not in suffixes:
+        shown = f"'{path.suffix}'" if path.suffix else "no suffix"
+        raise ConfigError(f"{flag} '{path}' has {shown}; the suffix picks the format: use one of {', '.join(suffixes)}")
+    if path.is_dir():
+        raise ConfigError(f"{flag} '{path}' is a folder; give a file name inside it")
+    folder = path.parent
+    if not folder.exists():
+        raise ConfigError(f"{flag} '{path}': folder '{folder}' does not exist; create it first or choose another path")
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} '{path}': '{folder}' is not a folder; choose another path")
+    for target in (path, *also):
+        if target.exists() or target.is_symlink():
+            raise ConfigError(
+                f"{flag}: '{target}' already exists; refusing to overwrite it: choose another name or delete it first"
+            )
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"{flag} '{path}': cannot write in folder '{folder}' ({exc.strerror or exc}); choose a writable folder"
+        ) from None
+    return path
+
+
+def _model_output(value: str) -> Path:
+    """The JSON path ``identify --out`` writes (``.json`` added when there is no suffix), checked with its ``.npz``."""
+    path = Path(value)
+    if path.suffix == "" and path.name:
+        path = path.with_name(path.name + ".json")
+    if path.suffix.lower() == ".json" and path.suffix != ".json":
+        raise ConfigError(f"--out '{path}': write the suffix in lower case ('.json')")
+    return _check_output(str(path), (".json",), "--out", also=(path.with_suffix(".npz"),))
+
+
+def _positive(value: float | None, flag: str, unit: str) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{flag} must be a finite number > 0 {unit}, got {value:g}")
+
+
+def _yaml_file(value: str, flag: str, what: str, example: str, empty_hint: str) -> dict:
+    """The mapping in the YAML file ``value``; empty, non-mapping, binary or malformed files are ConfigErrors."""
+    from robotid_sim.safety import load_yaml_file
+
+    data = load_yaml_file(value, f"{flag} file")
+    if data is None:
+        raise ConfigError(f"{flag} file {value} is empty; write {what} (e.g. {example}){empty_hint}")
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{flag} file {value} must hold a mapping ({what}, e.g. {example}), got {type(data).__name__}: {data!r:.80}"
+        )
+    return data
+
+
+# ------------------------------------------------------------------------------------------- commands
 def cmd_run(args) -> int:
     from robotid_sim.report.tables import rich_comparison_table
     from robotid_sim.scenario import load_run_result, resolve_scenario_path, run_scenario
@@ -91,37 +171,91 @@ def cmd_run(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    import yaml
+    # every argument and file is checked before the (long) simulation starts
+    _positive(args.rate, "--rate", "Hz")
+    _positive(args.duration, "--duration", "s")
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be a whole number >= 0, got {args.seed}")
+    from robotid_sim.sim.dataset import FORMATS
+
+    out = _check_output(args.out, FORMATS, "--out")
+    excitation: Any = "default"
+    if args.excitation != "default":
+        excitation = _yaml_file(
+            args.excitation, "--excitation", "an excitation mapping with a 'type'", "'type: fourier'", ""
+        )
+    noise = None
+    if args.noise is not None:
+        noise = _yaml_file(
+            args.noise, "--noise", "noise models", "'tau: {std: 0.5}'", ", or '{}' for no noise (or leave out --noise)"
+        )
 
     import robotid_sim as rid
 
+    simulate_module = importlib.import_module("robotid_sim.sim.simulate")  # the module; rid.simulate is its function
+
+    dt = simulate_module.DEFAULT_DT
+    decimation = round(1.0 / (args.rate * dt))
+    if decimation < 1 or abs(decimation * args.rate * dt - 1.0) > 1e-9:
+        raise ConfigError(
+            f"--rate {args.rate:g} Hz must divide the physics rate {1 / dt:g} Hz (e.g. 100, 200, 500, 1000)"
+        )
     robot = rid.load_robot(args.robot)
-    excitation = "default" if args.excitation == "default" else yaml.safe_load(Path(args.excitation).read_text())
-    noise = yaml.safe_load(Path(args.noise).read_text()) if args.noise else None
+    if excitation != "default":
+        excitation = simulate_module.resolve_excitation(robot, excitation)
+    chain = simulate_module.resolve_noise(robot, noise)
+    chain.check_joints(robot.n_dof)
     with _progress() as progress:
         bars = _Bars(progress)
         ds = rid.simulate(
             robot,
             excitation,
             duration=args.duration,
-            noise=noise,
+            noise=chain,
             seed=args.seed,
             rate_hz=args.rate,
             progress=lambda done, total: bars("simulate", done, total),
         )
-    out = ds.save(args.out)
-    _out().print(f"wrote {out} ({ds.n_samples} samples, {ds.n_dof} joints)")
+    written = ds.save(out)
+    _out().print(f"wrote {written} ({ds.n_samples} samples, {ds.n_dof} joints)")
     return 0
 
 
+def _estimator_options(text: str | None) -> dict:
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"--options is not valid JSON ({exc.msg} at character {exc.pos + 1}): {text!r:.80}; write a JSON object "
+            "such as '{\"threshold\": 8}' (double quotes around names and strings)"
+        ) from None
+    if not isinstance(options, dict):
+        raise ConfigError(
+            f"--options must be a JSON object of estimator options, e.g. '{{\"threshold\": 8}}', got {text!r:.80}"
+        )
+    return options
+
+
 def cmd_identify(args) -> int:
+    options = _estimator_options(args.options)
+    out = _model_output(args.out) if args.out else None
+    if not Path(args.data).is_file():
+        what = "is a folder, not a data file" if Path(args.data).is_dir() else "does not exist"
+        raise DataError(f"--data '{args.data}' {what}; give an .npz, .csv or .mat dataset")
+
     from rich.table import Table
 
     import robotid_sim as rid
+    from robotid_sim.identification import IdentificationProblem
+    from robotid_sim.plugins import get_estimator
+    from robotid_sim.sim.dataset import load_dataset_for_robot
 
-    options = json.loads(args.options) if args.options else {}
-    ds = rid.load_dataset(args.data)
-    model = rid.identify(ds, args.robot, estimator=args.estimator, **options)
+    estimator = get_estimator(args.estimator).from_options(**options)  # unknown name / bad option: before the work
+    robot = rid.load_robot(args.robot)
+    ds = load_dataset_for_robot(args.data, robot)
+    model = estimator.fit(IdentificationProblem(robot, ds))
     table = Table(title=f"{args.estimator} on {args.data}")
     for col in ("parameter", "value", "std"):
         table.add_column(col, justify="right" if col != "parameter" else "left")
@@ -129,8 +263,8 @@ def cmd_identify(args) -> int:
     for k, (name, value) in enumerate(zip(names, values, strict=True)):
         table.add_row(name, f"{value:.6g}", "" if std is None else f"{std[k]:.3g}")
     _out().print(table)
-    if args.out:
-        _out().print(f"wrote {model.save(args.out)}")
+    if out is not None:
+        _out().print(f"wrote {model.save(out)}")
     return 0
 
 
@@ -163,11 +297,25 @@ def _registers(entries) -> str:
 
 
 def cmd_report(args) -> int:
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        what = "is a file, not a run folder" if run_dir.exists() else "does not exist"
+        raise DataError(f"'{run_dir}' {what}; give a run folder written by 'robotid-sim run'")
+
     from robotid_sim.report.tables import rich_comparison_table
     from robotid_sim.scenario import load_run_result
 
-    run_dir = Path(args.run_dir)
-    _out().print(rich_comparison_table(load_run_result(run_dir)))
+    try:
+        result = load_run_result(run_dir)
+    except RobotIdError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError) as exc:
+        # the files of a run folder are user input: a damaged one is named, not a crash
+        raise DataError(
+            f"run folder '{run_dir}' is damaged or was not written by this robotid_sim ({type(exc).__name__}: "
+            f"{exc}); run the scenario again"
+        ) from None
+    _out().print(rich_comparison_table(result))
     for name in ("report.md", "report.html"):
         if (run_dir / name).exists():
             _out().print(f"  {run_dir / name}")
@@ -176,56 +324,133 @@ def cmd_report(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="robotid-sim", description="Robot dynamic-parameter identification, simulation first."
+        prog="robotid-sim",
+        description="Robot dynamic-parameter identification, simulation first.",
+        epilog="A user error prints one line 'error: ...' and exits with code 2; --debug shows tracebacks.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    _global_flags(parser, False)
+    # the same flags after the command name ('robotid-sim simulate ... --debug'); SUPPRESS keeps the global value
+    common = argparse.ArgumentParser(add_help=False)
+    _global_flags(common, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
+    add_parser = functools.partial(sub.add_parser, parents=[common])
 
-    p = sub.add_parser("run", help="run a scenario (default: the bundled prrrp_seed004)")
+    p = add_parser("run", help="run a scenario (default: the bundled prrrp_seed004)")
     p.add_argument("scenario", nargs="?", help="scenario YAML path or bundled scenario name")
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("simulate", help="simulate a robot and save the dataset (.npz, .csv or .mat)")
+    p = add_parser("simulate", help="simulate a robot and save the dataset (.npz, .csv or .mat)")
     p.add_argument("--robot", required=True, help="bundled robot name or URDF path")
     p.add_argument("--excitation", default="default", help="'default' or a YAML file with an excitation mapping")
-    p.add_argument("--noise", help="YAML file with a noise mapping")
-    p.add_argument("--duration", type=float)
-    p.add_argument("--rate", type=float, default=200.0, help="recording rate in Hz")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="output file; the suffix picks the format")
+    p.add_argument(
+        "--noise",
+        help="YAML file with a noise mapping, e.g. 'tau: {std: 0.5}'; without --noise there is no noise. An empty "
+        "file is an error (a forgotten file must not mean 'no noise'): write '{}' for no noise explicitly",
+    )
+    p.add_argument("--duration", type=float, help="seconds to simulate, > 0 (default: the excitation's duration)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=200.0,
+        help="recording rate in Hz, dividing the 1000 Hz physics rate (default 200)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the noise, a whole number >= 0 (default 0)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output file (.npz, .csv or .mat; the suffix picks the format) in an existing folder; never overwritten",
+    )
     p.set_defaults(func=cmd_simulate)
 
-    p = sub.add_parser("identify", help="identify a model from a data file")
+    p = add_parser("identify", help="identify a model from a data file")
     p.add_argument("--data", required=True, help=".npz, .csv or .mat dataset")
     p.add_argument("--robot", required=True, help="bundled robot name or URDF path")
     p.add_argument("--estimator", default="wls")
     p.add_argument("--options", help="estimator options as JSON, e.g. '{\"threshold\": 8}'")
-    p.add_argument("--out", help="save the model as JSON here")
+    p.add_argument(
+        "--out",
+        help="save the model as JSON here (its arrays go to the .npz beside it); the folder must exist and "
+        "neither file may exist",
+    )
     p.set_defaults(func=cmd_identify)
 
-    p = sub.add_parser("plugins", help="list installed plugins, their package and status")
+    p = add_parser("plugins", help="list installed plugins, their package and status")
     p.set_defaults(func=cmd_plugins)
 
-    p = sub.add_parser("report", help="show the results of a run folder")
+    p = add_parser("report", help="show the results of a run folder")
     p.add_argument("run_dir")
     p.set_defaults(func=cmd_report)
     return parser
 
 
+def _global_flags(parser: argparse.ArgumentParser, default) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="log progress details and show PyBullet's console output",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", default=default, help="show the full traceback of any error (for bug reports)"
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _print_error(message: str) -> None:
+    line = _one_line(message)
+    if sys.stderr.isatty():
+        from rich.markup import escape
+
+        _err().print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    else:
+        print(f"error: {line}", file=sys.stderr, flush=True)
+
+
+def _user_error_message(exc: BaseException) -> str | None:
+    """The one-line message of an exception that is the user's input, not a bug; None for a bug."""
+    if isinstance(exc, RobotIdError):
+        return str(exc)
+    if isinstance(exc, OSError):  # a path given by the user: missing, unreadable, unwritable, disk full
+        where = f" '{exc.filename}'" if exc.filename else ""
+        return f"cannot access{where}: {exc.strerror or exc}"
+    if isinstance(exc, MemoryError):
+        return "ran out of memory; use a shorter duration, a lower rate or a smaller robot"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
+    verbose = bool(getattr(args, "verbose", False))
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
+        if verbose:  # PyBullet's console output is silenced unless asked for
+            from robotid_sim.sim.pybullet_sim import set_verbose
+
+            set_verbose(True)
         return args.func(args)
-    except RobotIdError as exc:
-        _err().print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
-        return 2
     except KeyboardInterrupt:
-        _err().print("[red]interrupted[/]")
+        print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        message = _user_error_message(exc)
+        if debug:
+            traceback.print_exc()
+        if message is not None:
+            _print_error(message)
+            return EXIT_USER_ERROR
+        hint = "" if debug else "; run again with --debug to see the traceback"
+        _print_error(
+            f"internal error, this is a bug in robotid-sim ({type(exc).__name__}: {exc}); please report it{hint}"
+        )
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
   before it is expanded. Binary files are refused as "not a YAML text file".
 - :func:`read_npz`: reads only the keys asked for, refuses an array whose uncompressed size
   exceeds :data:`MAX_ARRAY_BYTES` before decompressing it, never unpickles.
+- :func:`atomic_write`: a file appears whole or not at all, with the permissions ``open`` gives
+  (the process umask applied to 0o666), like every other file of a run folder.
 - :func:`memory_limit_bytes`: the memory a single run may plan to use (half the machine's RAM).
 """
 
@@ -17,9 +19,12 @@ from __future__ import annotations
 import io
 import os
 import re
+import tempfile
+import threading
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from robotid_sim.errors import ConfigError, DataError
 
@@ -89,6 +94,11 @@ def load_yaml(text: str, where: str) -> Any:
                 "instead of nesting anchors"
             )
         return loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        context = f" ({exc.context})" if exc.context else ""
+        raise ConfigError(f"{where} is not valid YAML{at}: {exc.problem}{context}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where} is not valid YAML: {exc}".replace("\n", " ")) from None
     finally:
@@ -153,6 +163,44 @@ def read_npz(
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise DataError(f"{where}: array '{key}' is damaged ({exc})") from None
     return out
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where /proc tells it (Linux), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | Path, write: Callable[[IO], Any], *, binary: bool = True) -> None:
+    """Write ``path`` through ``write(file handle)`` into a temporary file beside it, then move it in place.
+
+    A reader never sees a half-written file, and an interrupted write leaves no temporary file. The
+    file gets the mode a plain ``open(path, "w")`` would give (``0o666`` less the umask), not the
+    ``0o600`` of :func:`tempfile.mkstemp`. Text is written as UTF-8 with ``\\n`` line ends.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        kwargs = {} if binary else {"encoding": "utf-8", "newline": "\n"}
+        with os.fdopen(fd, "wb" if binary else "w", **kwargs) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def memory_limit_bytes() -> int:

@@ -192,6 +192,32 @@ def test_per_joint_values_must_match_the_number_of_joints(smooth_signals):
         GaussianSNR("q", [60.0, 50.0]).apply(smooth_signals, np.random.default_rng(0))
 
 
+def test_check_joints_refuses_a_per_joint_option_of_the_wrong_length_before_any_signal_exists():
+    chain = noise_from_config(
+        {"q": {"snr_db": [60, 60, 60]}, "tau": {"std": [0.1, 0.2]}, "outliers": {"fraction": 0.01, "magnitude": 5}}
+    )
+    with pytest.raises(ConfigError, match=r"'gaussian_snr' on 'q': 'snr_db' has 3 values but the robot has 2 joints"):
+        chain.check_joints(2)
+    with pytest.raises(ConfigError, match=r"'gaussian_std' on 'tau': 'std' has 2 values but the robot has 3 joints"):
+        chain.check_joints(3)
+    models = [CurrentMeasurement([160, 100], 0.2, 0.005), Quantization(1e-4), Outliers(0.1, [1.0, 2.0, 3.0])]
+    with pytest.raises(ConfigError, match=r"'current': 'gear_ratio' has 2 values but the robot has 3 joints"):
+        NoiseChain(models).check_joints(3)
+    NoiseChain(models[1:]).check_joints(3)
+    NoiseChain().check_joints(1)
+    with pytest.raises(ConfigError, match="n_dof must be a positive integer"):
+        NoiseChain().check_joints(0)
+
+
+def test_noise_options_of_the_wrong_type_name_the_field():
+    with pytest.raises(ConfigError, match=r"'noise.tau.std'.*not a boolean"):
+        noise_from_config({"tau": {"std": True}})
+    with pytest.raises(ConfigError, match=r"'noise.models\[0\]' \(gaussian_std\): GaussianStd 'std' must be a number"):
+        noise_from_config({"models": [{"type": "gaussian_std", "signal": "tau", "std": "loud"}]})
+    with pytest.raises(ConfigError, match=r"'noise.models\[0\]' \(outliers\): Outliers 'fraction'"):
+        noise_from_config({"models": [{"type": "outliers", "fraction": {"a": 1}, "magnitude": 1.0}]})
+
+
 def test_noise_on_a_missing_signal_names_it(smooth_signals):
     signals = {"q": smooth_signals["q"]}
     with pytest.raises(DataError, match="acts on 'tau' but the signals given are q"):

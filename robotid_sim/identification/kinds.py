@@ -34,14 +34,29 @@ import numpy as np
 from robotid_sim.dynamics.forward import solve_forward
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, ModelError
-from robotid_sim.identification.model import History, IdentifiedModel, model_from_state, prefixed
+from robotid_sim.identification.model import (
+    History,
+    IdentifiedModel,
+    model_from_state,
+    prefixed,
+    state_array,
+    state_field,
+)
 from robotid_sim.robot.structure import RobotStructure
 
 
-def _readonly(x) -> np.ndarray:
-    arr = np.array(x, dtype=float)
+def _readonly(x, what: str = "values") -> np.ndarray:
+    raw = np.asarray(x)
+    if raw.dtype.kind not in "iuf" and not (raw.dtype == object and raw.size == 0):
+        raise ModelError(f"{what} must be real numbers, got dtype {raw.dtype}")
+    arr = np.array(raw, dtype=float)
     arr.flags.writeable = False
     return arr
+
+
+def _short(value, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ===================================================================================== linear
@@ -76,7 +91,7 @@ class LinearParameterModel(IdentifiedModel):
             )
         if not np.all(np.isfinite(self.values)):
             raise ModelError(f"{self.kind} model: parameter values contain NaN or inf")
-        self.covariance = None if covariance is None else _readonly(covariance)
+        self.covariance = None if covariance is None else _readonly(covariance, "covariance")
         if self.covariance is not None and self.covariance.shape != (m, m):
             raise ModelError(f"covariance must be ({m}, {m}), got {self.covariance.shape}")
         self._init_common(structure.joint_names, estimator, options, diagnostics, history)
@@ -163,10 +178,45 @@ class LinearParameterModel(IdentifiedModel):
 
     @staticmethod
     def _structure_from(data: dict) -> RobotStructure:
-        structure = RobotStructure.from_dict(data["robot"])
+        robot = state_field(data, "robot", dict, "the embedded robot structure (a JSON object)")
+        try:
+            structure = RobotStructure.from_dict(robot)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            if isinstance(exc, ConfigError | ModelError):
+                raise ModelError(f"field 'robot': {exc}") from None
+            raise ModelError(f"field 'robot' is not a valid robot structure ({type(exc).__name__}: {exc})") from None
         if structure.sha256 != data.get("robot_sha256"):
             raise ModelError("the embedded robot structure does not match its recorded SHA-256 (edited by hand?)")
         return structure
+
+    @staticmethod
+    def _arrays_from(arrays: dict, m: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The (m,) values and the (m, m) covariance or None, checked (finite, real, right shape)."""
+        values = state_array(arrays, "values", shape=(m,))
+        covariance = state_array(arrays, "covariance", shape=(m, m)) if "covariance" in arrays else None
+        return values, covariance
+
+    def _check_parameter_names(self, data: dict) -> None:
+        """The names the JSON lists under 'parameters' must be this model's (a hand edit would shift them)."""
+        rows = data.get("parameters")
+        if rows is None:
+            return
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ModelError("field 'parameters' must be a list of {name, value, std} objects")
+        listed = [r.get("name") for r in rows]
+        expected = list(self.parameter_names)
+        if listed != expected:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(listed, expected, strict=False)) if a != b),
+                min(len(listed), len(expected)),
+            )
+            found = repr(listed[first]) if first < len(listed) else "nothing"
+            wanted = repr(expected[first]) if first < len(expected) else "nothing"
+            raise ModelError(
+                f"field 'parameters' does not match the model's columns and robot: parameter {first} is {found} in "
+                f"the file but {wanted} from the columns ({len(listed)} listed, {len(expected)} expected); the file "
+                "was edited or damaged: identify again"
+            )
 
 
 class BaseParameterModel(LinearParameterModel):
@@ -179,8 +229,13 @@ class BaseParameterModel(LinearParameterModel):
     kind = "base_linear"
 
     def __init__(self, structure: RobotStructure, columns, values, covariance=None, **common):
-        self.columns = np.asarray(columns, int)
+        raw = np.asarray(columns)
         p = structure.n_parameters
+        if raw.dtype.kind not in "iu" or raw.size == 0:
+            raise ModelError(
+                f"columns must be a non-empty list of whole-number indices below {p}, got {_short(columns)}"
+            )
+        self.columns = raw.astype(int)
         if (
             self.columns.ndim != 1
             or np.any(self.columns < 0)
@@ -225,7 +280,20 @@ class BaseParameterModel(LinearParameterModel):
 
     @classmethod
     def _from_state(cls, data, arrays):
-        return cls(cls._structure_from(data), data["columns"], arrays["values"], arrays.get("covariance"))
+        structure = cls._structure_from(data)
+        columns = state_field(data, "columns", list, "a list of regressor column indices")
+        if not columns or not all(isinstance(c, int) and not isinstance(c, bool) for c in columns):
+            raise ModelError(f"field 'columns' must be a non-empty list of whole numbers, got {_short(columns)}")
+        p = structure.n_parameters
+        if any(c < 0 or c >= p for c in columns) or any(b <= a for a, b in zip(columns, columns[1:], strict=False)):
+            raise ModelError(
+                f"field 'columns' must be strictly increasing indices in 0..{p - 1} (robot '{structure.name}' has "
+                f"{p} standard parameters), got {_short(columns)}"
+            )
+        values, covariance = cls._arrays_from(arrays, len(columns))
+        model = cls(structure, columns, values, covariance)
+        model._check_parameter_names(data)
+        return model
 
 
 class StandardParameterModel(LinearParameterModel):
@@ -262,7 +330,11 @@ class StandardParameterModel(LinearParameterModel):
 
     @classmethod
     def _from_state(cls, data, arrays):
-        return cls(cls._structure_from(data), arrays["values"], arrays.get("covariance"))
+        structure = cls._structure_from(data)
+        values, covariance = cls._arrays_from(arrays, structure.n_parameters)
+        model = cls(structure, values, covariance)
+        model._check_parameter_names(data)
+        return model
 
 
 # ============================================================================ feature library
@@ -386,7 +458,14 @@ class FeatureLibrary:
 
     @classmethod
     def from_dict(cls, data: dict) -> FeatureLibrary:
-        return cls.parse(data["features"], int(data["n_dof"]))
+        n_dof = state_field(data, "n_dof", int, "a whole number of joints", where="library")
+        features = state_field(data, "features", list, "a list of feature strings", where="library")
+        if n_dof < 1 or not features or not all(isinstance(f, str) for f in features):
+            raise ModelError(
+                f"field 'library' must have n_dof >= 1 and a non-empty list of feature strings, got n_dof={n_dof!r}, "
+                f"features={_short(features)}"
+            )
+        return cls.parse(features, n_dof)
 
 
 class FeatureLibraryModel(IdentifiedModel):
@@ -403,9 +482,11 @@ class FeatureLibraryModel(IdentifiedModel):
 
     def __init__(self, library: FeatureLibrary, coefficients, joint_names=None, **common):
         self.library = library
-        self.coefficients = _readonly(coefficients)
+        self.coefficients = _readonly(coefficients, "coefficients")
         if self.coefficients.shape != (library.n_dof, len(library)):
             raise ModelError(f"coefficients must be ({library.n_dof}, {len(library)}), got {self.coefficients.shape}")
+        if not np.all(np.isfinite(self.coefficients)):
+            raise ModelError("feature_library model: coefficients contain NaN or inf")
         names = joint_names if joint_names is not None else [f"joint{j + 1}" for j in range(library.n_dof)]
         self._init_common(names, **common)
 
@@ -448,7 +529,14 @@ class FeatureLibraryModel(IdentifiedModel):
 
     @classmethod
     def _from_state(cls, data, arrays):
-        return cls(FeatureLibrary.from_dict(data["library"]), arrays["coefficients"], data["joint_names"])
+        library = FeatureLibrary.from_dict(state_field(data, "library", dict, "the feature library (a JSON object)"))
+        coefficients = state_array(arrays, "coefficients", shape=(library.n_dof, len(library)))
+        names = state_field(data, "joint_names", list, "a list of joint names")
+        if len(names) != library.n_dof:
+            raise ModelError(
+                f"field 'joint_names' lists {len(names)} joints but the feature library has n_dof = {library.n_dof}"
+            )
+        return cls(library, coefficients, names)
 
 
 # ================================================================================== residual
@@ -516,15 +604,24 @@ class MLPCorrection:
 
     @classmethod
     def from_state(cls, data: dict, arrays: dict[str, np.ndarray]) -> MLPCorrection:
-        layers = int(data["layers"])
+        layers = state_field(data, "layers", int, "a whole number of layers", where="correction")
+        if not 1 <= layers <= 1000:
+            raise ModelError(f"field 'correction.layers' must be between 1 and 1000, got {layers}")
+        inputs = state_field(data, "inputs", list, "a list of signal names", where="correction")
+        if not all(isinstance(i, str) for i in inputs):
+            raise ModelError(f"field 'correction.inputs' must list signal names from {SIGNALS}, got {_short(inputs)}")
+        activation = state_field(data, "activation", str, "'tanh' or 'relu'", where="correction")
+        x_std = state_array(arrays, "x_std", ndim=1)
+        if np.any(x_std <= 0):
+            raise ModelError("array 'x_std' (input normalisation) must be > 0")
         return cls(
-            tuple(data["inputs"]),
-            tuple(arrays[f"W{k}"] for k in range(layers)),
-            tuple(arrays[f"b{k}"] for k in range(layers)),
-            data["activation"],
-            arrays["x_mean"],
-            arrays["x_std"],
-            arrays["y_scale"],
+            tuple(inputs),
+            tuple(state_array(arrays, f"W{k}", ndim=2) for k in range(layers)),
+            tuple(state_array(arrays, f"b{k}", ndim=1) for k in range(layers)),
+            activation,
+            state_array(arrays, "x_mean", ndim=1),
+            x_std,
+            state_array(arrays, "y_scale", ndim=1),
         )
 
 
@@ -587,8 +684,14 @@ class ResidualModel(IdentifiedModel):
 
     @classmethod
     def _from_state(cls, data, arrays):
-        base = model_from_state(data["base"], prefixed(arrays, "base/"), where="residual model's base")
-        return cls(base, MLPCorrection.from_state(data["correction"], prefixed(arrays, "correction/")))
+        base_data = state_field(data, "base", dict, "the base model (a JSON object)")
+        correction = state_field(data, "correction", dict, "the learned correction (a JSON object)")
+        base = model_from_state(base_data, prefixed(arrays, "base/"), where="residual model's base")
+        try:
+            mlp = MLPCorrection.from_state(correction, prefixed(arrays, "correction/"))
+        except ModelError as exc:
+            raise ModelError(f"residual model's correction: {exc}") from None
+        return cls(base, mlp)
 
 
 #: the built-in model kinds, registered by the built-in plugin ``robotid_sim_plugins.core``

@@ -28,8 +28,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +39,12 @@ from robotid_sim._json import jsonable
 from robotid_sim.dynamics.forward import forward_dynamics_from_inverse, mass_matrix_from_inverse
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, DataError, ModelError
+from robotid_sim.safety import atomic_write, inside, read_npz
 
 FORMAT = "robotid_sim.identified_model"
 FORMAT_VERSION = 2
+#: largest ``NAME.npz`` :func:`load_model` reads (it is hashed whole before its arrays are read)
+MAX_MODEL_ARRAY_BYTES = 1024**3
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,17 +177,42 @@ class IdentifiedModel(ABC):
 
     @classmethod
     def from_state(cls, data: dict, arrays: dict[str, np.ndarray]) -> IdentifiedModel:
-        """Inverse of :meth:`to_state` for this kind."""
+        """Inverse of :meth:`to_state` for this kind.
+
+        Raises:
+            ModelError: a missing or malformed field or array, naming it.
+        """
+        if not isinstance(data, dict):
+            raise ModelError(f"a model state must be a JSON object, got {type(data).__name__}")
+        joint_names = state_field(data, "joint_names", list, "a list of joint names")
+        if not joint_names or not all(isinstance(j, str) and j for j in joint_names):
+            raise ModelError(f"field 'joint_names' must be a list of non-empty strings, got {joint_names!r}")
+        estimator = state_field(data, "estimator", str, "a string", default="")
+        options = state_field(data, "options", dict, "a JSON object", default={})
+        diagnostics = state_field(data, "diagnostics", dict, "a JSON object", default={})
+        hist = state_field(data, "history", dict, "a JSON object or null", default=None)
         model = cls._from_state(data, arrays)
-        hist = data.get("history")
+        if len(joint_names) != model.n_dof:
+            raise ModelError(
+                f"field 'joint_names' lists {len(joint_names)} joints ({', '.join(joint_names)}) but the model has "
+                f"{model.n_dof} ({', '.join(model.joint_names)})"
+            )
+        structure = getattr(model, "structure", None)
+        if structure is not None and list(structure.joint_names) != joint_names:
+            raise ModelError(
+                f"field 'joint_names' ({', '.join(joint_names)}) differs from the joints of the embedded robot "
+                f"({', '.join(structure.joint_names)})"
+            )
         history = None
         if hist is not None:
-            history = History(
-                arrays["history_t"], arrays["history_values"], list(hist["names"]), hist.get("unit", "iteration")
-            )
-        model._init_common(
-            data["joint_names"], data.get("estimator", ""), data.get("options"), data.get("diagnostics"), history
-        )
+            names = state_field(hist, "names", list, "a list of parameter names", where="history")
+            if not all(isinstance(n, str) for n in names):
+                raise ModelError(f"field 'history.names' must be a list of strings, got {names!r}")
+            unit = state_field(hist, "unit", str, "a string", default="iteration", where="history")
+            t = state_array(arrays, "history_t", ndim=1)
+            values = state_array(arrays, "history_values", shape=(t.shape[0], len(names)))
+            history = History(t, values, list(names), unit)
+        model._init_common(joint_names, estimator, options, diagnostics, history)
         return model
 
     def __eq__(self, other) -> bool:
@@ -228,20 +254,62 @@ class IdentifiedModel(ABC):
         }
         text = json.dumps(document, indent=2, allow_nan=True) + "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(npz, blob)
-        _atomic_write(path, text.encode())
+        atomic_write(npz, lambda fh: fh.write(blob))
+        atomic_write(path, lambda fh: fh.write(text.encode()))
         return path
 
 
-def _atomic_write(path: Path, blob: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+_MISSING = object()
+
+
+def state_field(data: dict, key: str, types, what: str, *, default=_MISSING, where: str = ""):
+    """``data[key]`` checked against ``types`` (bool is never a number), or ModelError naming the field.
+
+    A ``default`` makes the field optional (a missing or null value gives the default).
+    """
+    name = f"{where}.{key}" if where else key
+    if not isinstance(data, dict):
+        raise ModelError(f"field '{where or key}' must be a JSON object, got {type(data).__name__}")
+    value = data.get(key, _MISSING)
+    if value is _MISSING or (value is None and default is not _MISSING):
+        if default is _MISSING:
+            raise ModelError(f"missing field '{name}' ({what})")
+        return default
+    number = types in (int, float) or (isinstance(types, tuple) and set(types) <= {int, float})
+    if not isinstance(value, types) or (number and isinstance(value, bool)):
+        raise ModelError(f"field '{name}' must be {what}, got {type(value).__name__} {value!r:.80}")
+    return value
+
+
+def state_array(
+    arrays: dict[str, np.ndarray],
+    key: str,
+    *,
+    ndim: int | None = None,
+    shape: tuple[int, ...] | None = None,
+    finite: bool = True,
+    integer: bool = False,
+) -> np.ndarray:
+    """Array ``key`` of a model's .npz as float (or int) after checking dtype, shape and finiteness.
+
+    Raises:
+        ModelError: the array is missing, not real numbers (boolean, complex, text), of the
+            wrong shape, or holds NaN/inf, naming it.
+    """
+    if key not in arrays:
+        raise ModelError(f"array '{key}' is missing from the model's .npz file")
+    arr = np.asarray(arrays[key])
+    kinds = "iu" if integer else "iuf"
+    if arr.dtype.kind not in kinds:
+        what = "whole numbers" if integer else "real numbers"
+        raise ModelError(f"array '{key}' must hold {what}, got dtype {arr.dtype}")
+    if ndim is not None and arr.ndim != ndim:
+        raise ModelError(f"array '{key}' must have {ndim} dimension(s), got shape {arr.shape}")
+    if shape is not None and arr.shape != tuple(shape):
+        raise ModelError(f"array '{key}' must have shape {tuple(shape)}, got {arr.shape}")
+    if finite and arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ModelError(f"array '{key}' contains NaN or inf")
+    return arr.astype(int if integer else float)
 
 
 def prefixed(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
@@ -253,16 +321,22 @@ def model_from_state(data: dict, arrays: dict[str, np.ndarray], where: str = "mo
     """Rebuild any model kind from its state, looking the kind up in the plugin registry."""
     from robotid_sim.plugins import get_model_kind
 
+    if not isinstance(data, dict):
+        raise ModelError(f"{where}: a model must be a JSON object, got {type(data).__name__}")
     kind = data.get("kind")
+    if not isinstance(kind, str):
+        raise ConfigError(f"{where}: missing or malformed field 'kind' (the model kind, e.g. 'base_linear')")
     try:
-        cls = get_model_kind(str(kind))
+        cls = get_model_kind(kind)
     except LookupError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     try:
         return cls.from_state(data, arrays)
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, ConfigError | ModelError | DataError):
+    except (ConfigError, ModelError, DataError) as exc:
+        if str(exc).startswith(where):
             raise
+        raise type(exc)(f"{where}: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise ModelError(f"{where}: malformed '{kind}' model ({type(exc).__name__}: {exc})") from None
 
 
@@ -283,11 +357,15 @@ def load_model(path: str | Path, robot=None) -> IdentifiedModel:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise DataError(f"model file not found: {path}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read model file {path}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not a robotid_sim model (not valid JSON: {exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is not a robotid_sim model (JSON nested too deeply)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f"{path} is not a robotid_sim identified model (no 'format: {FORMAT}')")
     if data.get("version") != FORMAT_VERSION:
@@ -311,20 +389,42 @@ def _load_arrays(path: Path, spec) -> dict[str, np.ndarray]:
     name = spec["file"]
     if Path(name).name != name or not name.endswith(".npz"):
         raise ConfigError(f"{path}: the array file must be a plain .npz file name beside the model, got {name!r}")
-    npz = path.parent / name
+    npz = inside(path.parent, name, f"{path}: array file")  # a symbolic link may not lead out of the folder
     try:
+        size = npz.stat().st_size
+        if size > MAX_MODEL_ARRAY_BYTES:
+            raise DataError(
+                f"{npz} is {size / 1e9:.3g} GB, more than a model's array file may be "
+                f"({MAX_MODEL_ARRAY_BYTES / 1e9:.3g} GB); it is not the file {path} was saved with"
+            )
         blob = npz.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: its array file {npz} is missing (copy the .npz together with the .json)") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read its array file {npz}: {exc.strerror or exc}") from None
     if hashlib.sha256(blob).hexdigest() != spec.get("sha256"):
         raise DataError(
             f"{npz} does not match the SHA-256 recorded in {path}: the two files belong to different models"
         )
-    try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (ValueError, OSError) as exc:
-        raise DataError(f"{npz} is not a valid array file: {exc}") from None
+    names = spec.get("names")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise ConfigError(f"{path}: field 'arrays.names' must be a list of array names, got {names!r:.80}")
+
+    arrays = read_npz(blob, str(npz), keys=names)
+    missing = [n for n in names or () if n not in arrays]
+    if missing:
+        raise DataError(f"{npz} lacks the array(s) {missing} that {path} lists; the model files are damaged")
+    return arrays
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "History", "IdentifiedModel", "load_model", "model_from_state", "prefixed"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "History",
+    "IdentifiedModel",
+    "load_model",
+    "model_from_state",
+    "prefixed",
+    "state_array",
+    "state_field",
+]

@@ -20,6 +20,62 @@ from robotid_sim.robot.structure import RobotStructure
 RANK_DEFICIENT_CONDITION = 1e10
 
 
+def _generic_names(n: int) -> list[str]:
+    return [f"joint{i + 1}" for i in range(n)]
+
+
+def check_data_matches_robot(dataset, structure) -> None:
+    """Refuse data recorded on another robot, or with other joints, than ``structure``'s.
+
+    Compared: the robot name the data carries (``dataset.metadata["robot"]``, written by
+    :func:`~robotid_sim.sim.simulate`), its joint names (``dataset.joint_names``) and its joint
+    count. Data without a robot name (a real-robot log) and data with the generic names
+    ``joint1`` … ``jointn`` (a log saved without names) are taken as the robot's joints, in its
+    order. A record that really belongs to this robot but carries another name (a renamed URDF,
+    say) is accepted once its ``metadata["robot"]`` is removed or corrected.
+
+    Raises:
+        DataError: naming the data's robot and joints, the robot's, and the fix.
+    """
+    q = np.asarray(dataset.q)
+    n_data = q.shape[1] if q.ndim == 2 else 0
+    metadata = getattr(dataset, "metadata", None)
+    data_robot = metadata.get("robot") if isinstance(metadata, dict) else None
+    data_joints = getattr(dataset, "joint_names", None)
+    data_joints = [str(j) for j in data_joints] if data_joints is not None else None
+    name, joints, n = structure.name, list(structure.joint_names), structure.n_dof
+
+    def described(robot, names, count) -> str:
+        who = f"robot '{robot}'" if robot is not None else "an unnamed robot"
+        return f"{who} ({', '.join(names)})" if names else f"{who} ({count} joints)"
+
+    recorded = described(data_robot, data_joints, n_data)
+    target = described(name, joints, n)
+    if n_data != n:
+        raise DataError(
+            f"the dataset has {n_data} joints but robot '{name}' has {n}: the data was recorded on {recorded}, "
+            f"not on {target}; identify with the robot the data was recorded on"
+        )
+    if isinstance(data_robot, str) and data_robot != name:
+        raise DataError(
+            f"the data was recorded on {recorded} but is being identified with {target}; identify it "
+            f"with robot '{data_robot}', or record the data on '{name}'"
+        )
+    if data_joints is None or data_joints == joints or data_joints == _generic_names(n):
+        return
+    if sorted(data_joints) == sorted(joints):
+        raise DataError(
+            f"the data's joints are in another order ({', '.join(data_joints)}) than those of robot '{name}' "
+            f"({', '.join(joints)}); load the file with load_dataset(path, joint_names=robot.joint_names) so the "
+            "columns are matched by name, or reorder them"
+        )
+    raise DataError(
+        f"the data was recorded on joints {', '.join(data_joints)} but robot '{name}' has joints "
+        f"{', '.join(joints)}; identify with the robot the data was recorded on, or name the data's joints "
+        "after the robot's (CSV columns q_<joint>, tau_<joint>)"
+    )
+
+
 @dataclass(eq=False)
 class IdentificationProblem:
     """What an estimator is given: the robot's structure, the measured data and its segments.
@@ -32,6 +88,11 @@ class IdentificationProblem:
     Args:
         robot: a :class:`Robot` (only its structure is kept) or a :class:`RobotStructure`.
         dataset: measured signals (``t, q, qd, qdd, tau``, each (N, n)).
+
+    Raises:
+        DataError: the data was recorded on another robot or with other joints (its
+            ``metadata["robot"]``, ``joint_names`` or joint count differ; see
+            :func:`check_data_matches_robot`).
 
     Attributes:
         structure: the robot structure.
@@ -48,13 +109,8 @@ class IdentificationProblem:
         self.structure = robot if isinstance(robot, RobotStructure) else robot.structure()
         if getattr(self.dataset, "truth", None) is not None:
             self.dataset = dataclasses.replace(self.dataset, truth=None)
+        check_data_matches_robot(self.dataset, self.structure)
         self.base = self.structure.base_parameters()
-        n = self.structure.n_dof
-        if self.dataset.q.shape[1] != n:
-            raise DataError(
-                f"the dataset has {self.dataset.q.shape[1]} joints but robot '{self.structure.name}' has {n}; "
-                "identify with the robot the data was recorded on"
-            )
 
     @property
     def n_dof(self) -> int:

@@ -24,13 +24,18 @@ central differences — qd from q, qdd from qd (seed 001 Eq. 24 via ``numpy.grad
 sample times, second-order one-sided at the ends) — and ``metadata["derived_signals"]`` says
 so. Derivatives of raw encoder data are noisy: filter them (``robotid_sim.signal``) before
 identification. Extra CSV columns are ignored and listed in ``metadata["ignored_columns"]``.
+
+A CSV's joint columns are found by name: ``load_dataset(path, joint_names=...)`` reads the columns
+of those joints whatever their order, and :func:`load_dataset_for_robot` does so with a robot's
+joint names (the CLI's ``identify``). Bad files are :class:`~robotid_sim.errors.DataError` errors
+naming the file and the column or array: a binary or non-UTF-8 "CSV", an empty or foreign
+.npz/.mat, complex, boolean or text values. Only the arrays a dataset uses are read from an .npz
+(never unpickled, refusing absurd sizes: :func:`robotid_sim.safety.read_npz`) or a .mat.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,8 +45,17 @@ from typing import Any
 import numpy as np
 
 from robotid_sim.errors import DataError
+from robotid_sim.safety import atomic_write, read_npz
 
-__all__ = ["FORMATS", "Dataset", "Signals", "load_dataset"]
+__all__ = [
+    "FORMATS",
+    "Dataset",
+    "Signals",
+    "csv_joint_names",
+    "generic_joint_names",
+    "load_dataset",
+    "load_dataset_for_robot",
+]
 
 #: file suffixes understood by :meth:`Dataset.save` and :func:`load_dataset`
 FORMATS = (".npz", ".csv", ".mat")
@@ -77,12 +91,38 @@ def _metadata_json(metadata: Mapping[str, Any], indent: int | None = None) -> st
         ) from None
 
 
-def _signal(name: str, value, n_samples: int, n_dof: int | None) -> np.ndarray:
+def _real_array(name: str, value, layout: str, source: str = "") -> np.ndarray:
+    """``value`` as a float array copy; complex, boolean, text or object values are a DataError.
+
+    Integers are accepted (and converted); booleans are not numbers here, and a complex array
+    would silently lose its imaginary part.
+    """
+    raw = value if isinstance(value, np.ndarray) else None
+    if raw is None:
+        try:
+            raw = np.asarray(value)
+        except (TypeError, ValueError):  # ragged nested lists
+            raise DataError(f"'{name}'{source} must be a numeric array {layout}, got ragged lists") from None
+    kind = raw.dtype.kind
+    if kind not in "iuf":
+        what = {
+            "b": "boolean",
+            "c": "complex",
+            "U": "text",
+            "S": "bytes",
+            "O": "Python object",
+            "M": "datetime",
+            "m": "timedelta",
+            "V": "structured",
+        }.get(kind, str(raw.dtype))
+        fix = "keep only the real part" if kind == "c" else "store real numbers (float64)"
+        raise DataError(f"'{name}'{source} must hold real numbers {layout}, got {what} values ({raw.dtype}); {fix}")
+    return np.array(raw, dtype=float)
+
+
+def _signal(name: str, value, n_samples: int, n_dof: int | None, source: str = "") -> np.ndarray:
     """``value`` as a finite float (N, n) copy, or DataError naming ``name``."""
-    try:
-        arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise DataError(f"'{name}' must be a numeric array (N, n), got {type(value).__name__}") from None
+    arr = _real_array(name, value, "(N, n)", source)
     if arr.ndim != 2:
         raise DataError(
             f"'{name}' must have shape (N, n) = ({n_samples}, n), got {arr.shape}; for a single joint use x[:, None]"
@@ -105,10 +145,7 @@ def _time(value, source: str = "", first_line: int | None = None) -> np.ndarray:
     ``source`` (e.g. " of 'log.csv'") and ``first_line`` (the file line of sample 0) make the
     message point into a file.
     """
-    try:
-        t = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise DataError(f"'t' must be a numeric array (N,), got {type(value).__name__}") from None
+    t = _real_array("t", value, "(N,)", source)
     if t.ndim != 1:
         raise DataError(f"'t' must have shape (N,), got {t.shape}")
     if t.shape[0] < 2:
@@ -297,9 +334,9 @@ class Dataset:
                         "overwrite=True or choose another name)"
                     )
         if suffix == ".npz":
-            _atomic_write(path, "wb", lambda fh: np.savez(fh, **self._arrays(meta_text)))
+            atomic_write(path, lambda fh: np.savez(fh, **self._arrays(meta_text)))
         elif suffix == ".csv":
-            _atomic_write(path, "w", self._write_csv)
+            atomic_write(path, self._write_csv, binary=False)
         else:
             arrays = self._arrays(meta_text)
             arrays["t"] = self.t[:, None]
@@ -307,9 +344,9 @@ class Dataset:
             arrays["metadata"] = meta_text
             import scipy.io  # only for .mat files
 
-            _atomic_write(path, "wb", lambda fh: scipy.io.savemat(fh, arrays, oned_as="column"))
+            atomic_write(path, lambda fh: scipy.io.savemat(fh, arrays, oned_as="column"))
         if sidecar is not None:
-            _atomic_write(sidecar, "w", lambda fh: fh.write(sidecar_text))
+            atomic_write(sidecar, lambda fh: fh.write(sidecar_text), binary=False)
         return path
 
     def _arrays(self, meta_text: str) -> dict[str, Any]:
@@ -341,7 +378,7 @@ class Dataset:
 
 def _joint_names(names, n_dof: int) -> list[str]:
     if names is None:
-        return [f"joint{i + 1}" for i in range(n_dof)]
+        return generic_joint_names(n_dof)
     if isinstance(names, str) or not isinstance(names, Iterable):
         raise DataError(f"'joint_names' must be a list of {n_dof} strings, got {names!r}")
     names = list(names)
@@ -363,20 +400,6 @@ def _csv_columns(joint_names: list[str], with_truth: bool) -> list[str]:
     if with_truth:
         prefixes += [f"{TRUE_PREFIX}{name}_" for name in SIGNAL_NAMES]
     return ["t"] + [prefix + joint for prefix in prefixes for joint in joint_names]
-
-
-def _atomic_write(path: Path, mode: str, write) -> None:
-    """Write through ``write(file handle)`` to a temporary file, then move it onto ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
-        with os.fdopen(fd, mode, **kwargs) as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,23 +429,40 @@ def load_dataset(path, joint_names: list[str] | None = None) -> Dataset:
     if suffix not in FORMATS:
         raise DataError(f"cannot load '{path}': unknown suffix '{path.suffix}'; use one of {', '.join(FORMATS)}")
     if not path.is_file():
-        raise DataError(f"cannot load '{path}': no such file")
+        what = "is a folder, not a file" if path.is_dir() else "no such file"
+        raise DataError(f"cannot load '{path}': {what}")
+    if joint_names is not None:
+        if isinstance(joint_names, str) or not isinstance(joint_names, Iterable):
+            raise DataError(f"'joint_names' must be a list of strings, got {joint_names!r}")
+        joint_names = _joint_names(list(joint_names), len(list(joint_names)))
+    try:
+        return _load(path, suffix, joint_names)
+    except DataError as exc:
+        if str(path) in str(exc):
+            raise
+        raise DataError(f"'{path}': {exc}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read '{path}': {exc.strerror or exc}") from None
+
+
+#: every array a dataset file may hold (others are ignored, and never read)
+_FILE_KEYS = ("t", *SIGNAL_NAMES, *(TRUE_PREFIX + name for name in SIGNAL_NAMES), "joint_names", "metadata")
+_EXPECTED_ARRAYS = "t, q, tau (required) and qd, qdd, true_q, true_qd, true_qdd, true_tau (optional)"
+
+
+def _load(path: Path, suffix: str, joint_names: list[str] | None) -> Dataset:
     if suffix == ".csv":
         return _load_csv(path, joint_names)
     if suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {key: data[key] for key in data.files}
-        except (OSError, ValueError) as exc:
-            raise DataError(f"cannot read '{path}' as .npz: {exc}") from None
+        arrays = read_npz(path, f"'{path}'", keys=list(_FILE_KEYS))
     else:
-        try:
-            import scipy.io  # only for .mat files
-
-            arrays = {key: value for key, value in scipy.io.loadmat(path).items() if not key.startswith("__")}
-        except (OSError, ValueError, NotImplementedError) as exc:
-            raise DataError(f"cannot read '{path}' as .mat: {exc}") from None
-        arrays = _orient_mat_arrays(arrays)
+        arrays = _read_mat(path)
+    if not any(key in arrays for key in ("t", "q", "tau")):
+        kind = "an .npz archive" if suffix == ".npz" else "a .mat file"
+        raise DataError(
+            f"'{path}' holds none of the dataset arrays (it is empty, or {kind} of something else); "
+            f"expected {_EXPECTED_ARRAYS}"
+        )
     stored_names = _stored_joint_names(arrays.pop("joint_names", None), path)
     metadata = _stored_metadata(arrays.pop("metadata", None), path)
     if stored_names is not None and joint_names is not None and list(joint_names) != stored_names:
@@ -431,6 +471,22 @@ def load_dataset(path, joint_names: list[str] | None = None) -> Dataset:
         )
     names = stored_names if stored_names is not None else joint_names
     return _dataset_from_arrays(arrays, names, metadata, f"'{path}'")
+
+
+def _read_mat(path: Path) -> dict[str, np.ndarray]:
+    """The dataset variables of a MATLAB file (others are not read), oriented (N,) and (N, n)."""
+    try:
+        import scipy.io  # only for .mat files
+
+        raw = scipy.io.loadmat(path, variable_names=list(_FILE_KEYS))
+    except NotImplementedError as exc:  # MATLAB v7.3 (HDF5) files
+        raise DataError(f"cannot read '{path}' as .mat: {exc}; save it with MATLAB's '-v7' option") from None
+    except MemoryError:
+        raise DataError(f"cannot read '{path}' as .mat: it does not fit in memory") from None
+    except Exception as exc:  # scipy's parser meets arbitrary bytes: any failure means "not a .mat file"
+        raise DataError(f"cannot read '{path}' as .mat ({type(exc).__name__}: {exc}); is it a MATLAB file?") from None
+    arrays = {key: value for key, value in raw.items() if not key.startswith("__")}
+    return _orient_mat_arrays(arrays)
 
 
 def _string_value(value) -> str | None:
@@ -451,7 +507,9 @@ def _stored_joint_names(value, path: Path) -> list[str] | None:
             names = json.loads(text)
         except json.JSONDecodeError as exc:
             raise DataError(f"'{path}': 'joint_names' is not valid JSON: {exc}") from None
-        return [str(name) for name in names]
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise DataError(f"'{path}': 'joint_names' must be a JSON list of strings, got {text[:80]!r}")
+        return names
     if arr.dtype.kind == "U":  # .npz: array of str; MATLAB char matrix: one padded row per name
         return [str(name).strip() for name in arr.ravel()]
     if arr.dtype == object:  # MATLAB cell array of char
@@ -475,7 +533,7 @@ def _stored_metadata(value, path: Path) -> dict[str, Any]:
 def _orient_mat_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """MATLAB stores t as N×1 or 1×N and may store signals n×N: bring them to (N,) and (N, n)."""
     out = dict(arrays)
-    if "t" in out and np.asarray(out["t"]).dtype.kind in "iuf":
+    if "t" in out and np.asarray(out["t"]).dtype.kind in "iuf" and np.asarray(out["t"]).ndim >= 1:
         t = np.asarray(out["t"])
         if t.ndim == 2 and 1 in t.shape:
             out["t"] = t.ravel()
@@ -499,7 +557,7 @@ def _derive(t: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _dataset_from_arrays(arrays: dict[str, np.ndarray], joint_names, metadata: dict[str, Any], source: str) -> Dataset:
-    expected = "t, q, tau (required) and qd, qdd, true_q, true_qd, true_qdd, true_tau (optional)"
+    expected = _EXPECTED_ARRAYS
     for key in ("t", "q", "tau"):
         if key not in arrays:
             raise DataError(f"missing array '{key}' in {source}; expected {expected}")
@@ -512,6 +570,11 @@ def _dataset_from_arrays(arrays: dict[str, np.ndarray], joint_names, metadata: d
         )
     t = _time(arrays["t"], source=f" in {source}")
     signals = {"q": _signal("q", arrays["q"], t.shape[0], None)}
+    if joint_names is not None and len(joint_names) != signals["q"].shape[1]:
+        raise DataError(
+            f"{source} has {signals['q'].shape[1]} joints in 'q' but {len(joint_names)} joint names were given "
+            f"({', '.join(joint_names)})"
+        )
     n_dof = signals["q"].shape[1]
     derived = {}
     for name, below in (("qd", "q"), ("qdd", "qd")):
@@ -538,9 +601,98 @@ def _dataset_from_arrays(arrays: dict[str, np.ndarray], joint_names, metadata: d
     )
 
 
+def _csv_text(path: Path) -> str:
+    """The text of a CSV file, refusing binary and non-UTF-8 files with a clear DataError."""
+    raw = path.read_bytes()
+    if b"\x00" in raw:
+        raise DataError(
+            f"'{path}' is not a CSV text file (it contains NUL bytes: binary data); export the log as "
+            "comma-separated UTF-8 text with a header line like 't,q_joint1,tau_joint1'"
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(
+            f"'{path}' is not UTF-8 text (undecodable byte 0x{raw[exc.start]:02x} on line {line}); export the log "
+            "as comma-separated UTF-8 text"
+        ) from None
+
+
+def csv_joint_names(path) -> list[str]:
+    """The joint names of a CSV dataset's ``q_<joint>`` columns, in file order (header only read).
+
+    Raises:
+        DataError: not a UTF-8 text CSV, or an empty file.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.readline(1_000_000)
+    except OSError as exc:
+        raise DataError(f"cannot read '{path}': {exc.strerror or exc}") from None
+    if b"\x00" in head:
+        raise DataError(
+            f"'{path}' is not a CSV text file (it contains NUL bytes: binary data); export the log as "
+            "comma-separated UTF-8 text with a header line like 't,q_joint1,tau_joint1'"
+        )
+    try:
+        header = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError(
+            f"'{path}' is not UTF-8 text (its header line cannot be decoded); export the log as comma-separated "
+            "UTF-8 text"
+        ) from None
+    columns = [name.strip().strip('"') for name in header.strip().lstrip("#").split(",")]
+    return [c[2:] for c in columns if c.startswith("q_")]
+
+
+def generic_joint_names(n_dof: int) -> list[str]:
+    """The names a dataset gets when none are given: ``joint1`` … ``jointn``."""
+    return [f"joint{i + 1}" for i in range(n_dof)]
+
+
+def load_dataset_for_robot(path, robot) -> Dataset:
+    """Load a data file to identify ``robot`` with: joints are matched by name, never by position.
+
+    Args:
+        path: ``*.npz``, ``*.csv`` or ``*.mat``.
+        robot: anything with ``name`` and ``joint_names`` (a Robot or a RobotStructure).
+
+    A CSV's joint columns (``q_<joint>``, ``tau_<joint>``, ...) are looked up by the robot's
+    joint names when the header has them all, in any column order (extra joints are ignored);
+    otherwise by the generic names ``joint1`` … ``jointn``, read as the robot's joints in its
+    order (a log written without the robot's names). Files that store their joint names
+    (.npz, .mat) load as they are: :class:`~robotid_sim.identification.IdentificationProblem`
+    compares their robot and joint names with the robot's.
+
+    Raises:
+        DataError: as :func:`load_dataset`; or a CSV whose joint columns are neither the
+            robot's joints nor ``joint1`` … ``jointn``, naming both lists and the header expected.
+    """
+    path = Path(path)
+    names = list(robot.joint_names)
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return load_dataset(path)
+    in_file = csv_joint_names(path)
+    if set(names) <= set(in_file):
+        return load_dataset(path, joint_names=names)
+    generic = generic_joint_names(len(names))
+    if set(generic) <= set(in_file):
+        return load_dataset(path, joint_names=generic)
+    if not in_file:
+        return load_dataset(path)  # its own message: no q_<joint> column
+    header = ",".join(_csv_columns(names, False)[: 1 + len(names)]) + ",...," + f"tau_{names[-1]}"
+    raise DataError(
+        f"'{path}' has joint columns for {', '.join(in_file)} but robot '{robot.name}' has joints "
+        f"{', '.join(names)}; the columns are matched by name: name them after the robot's joints "
+        f"(header {header}), or joint1..joint{len(names)} in the robot's joint order"
+    )
+
+
 def _load_csv(path: Path, joint_names) -> Dataset:
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        header = fh.readline()
+    lines = _csv_text(path).splitlines()
+    header = lines[0] if lines else ""
     if not header.strip():
         raise DataError(f"'{path}' is empty; expected a header line like 't,q_joint1,tau_joint1'")
     columns = [name.strip().strip('"') for name in header.strip().lstrip("#").split(",")]
@@ -582,7 +734,7 @@ def _load_csv(path: Path, joint_names) -> Dataset:
             f"missing column '{missing}' in '{path}': the truth needs all true_q_*, true_qd_*, "
             "true_qdd_*, true_tau_* columns, or none"
         )
-    data = _read_csv_numbers(path, columns)
+    data = _read_csv_numbers(path, columns, lines)
     position = {c: i for i, c in enumerate(columns)}
     for group in groups.values():
         for column in group:
@@ -604,8 +756,10 @@ def _load_csv(path: Path, joint_names) -> Dataset:
     if sidecar.is_file():
         try:
             metadata = json.loads(sidecar.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"metadata sidecar '{sidecar}' is not valid JSON: {exc}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(
+                f"metadata sidecar '{sidecar}' is not valid JSON ({exc}); fix or delete it (the CSV loads without it)"
+            ) from None
         if not isinstance(metadata, dict):
             raise DataError(f"metadata sidecar '{sidecar}' must hold a JSON object")
     used = {c for group in groups.values() for c in group}
@@ -615,19 +769,17 @@ def _load_csv(path: Path, joint_names) -> Dataset:
     return _dataset_from_arrays(arrays, joint_names, metadata, f"'{path}'")
 
 
-def _read_csv_numbers(path: Path, columns: list[str]) -> np.ndarray:
+def _read_csv_numbers(path: Path, columns: list[str], lines: list[str]) -> np.ndarray:
     """All data rows as floats (rows, columns); a bad cell is reported by column and line."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": see below
-            data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, dtype=float, encoding="utf-8-sig")
+            data = np.loadtxt(lines[1:], delimiter=",", ndmin=2, dtype=float)
     except ValueError:
         data = None
     if data is not None and data.shape[1:] == (len(columns),) and data.shape[0] > 0:
         return data
     # find the first offending cell for the message
-    with open(path, encoding="utf-8-sig") as fh:
-        lines = fh.read().splitlines()
     n_rows = 0
     for line_no, line in enumerate(lines[1:], start=2):
         if not line.strip():

@@ -35,10 +35,10 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from robotid_sim.errors import ConfigError, DataError, PluginError
 
@@ -67,7 +67,13 @@ PerJoint = float | tuple[float, ...]
 
 def _per_joint_option(value, model: str, name: str, minimum: float | None = None, exclusive: bool = False) -> PerJoint:
     """Normalise a scalar or per-joint option to float / tuple of floats, checking its range."""
-    arr = np.asarray(value, dtype=float) if not isinstance(value, str) else None
+    arr = None
+    flat = list(value) if isinstance(value, list | tuple) else [value]
+    if all(isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_) for v in flat):
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            arr = None
     if arr is None or arr.ndim > 1 or arr.size == 0:
         raise ConfigError(f"{model} '{name}' must be a number or a list with one number per joint, got {value!r}")
     if not np.all(np.isfinite(arr)):
@@ -125,6 +131,11 @@ def _target(signals: dict[str, np.ndarray], signal: str, model: str) -> np.ndarr
     return x
 
 
+def _on_signal(model) -> str:
+    signal = getattr(model, "signal", None)
+    return f" on '{signal}'" if isinstance(signal, str) else ""
+
+
 def _json_value(value):
     return list(value) if isinstance(value, tuple) else value
 
@@ -164,6 +175,23 @@ class NoiseModel(ABC):
     @abstractmethod
     def _perturb(self, signals: dict[str, np.ndarray], rng: np.random.Generator) -> None:
         """Replace the affected entries of ``signals`` (already copies) in place."""
+
+    def check_joints(self, n_dof: int) -> None:
+        """Refuse (:class:`ConfigError`) a per-joint option whose length is not ``n_dof``.
+
+        The per-joint options are the dataclass fields annotated ``PerJoint`` (a number for all
+        joints, or a tuple with one number per joint). A plugin model with other per-joint
+        options overrides this method.
+        """
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            if field.type not in ("PerJoint", PerJoint):
+                continue
+            value = getattr(self, field.name)
+            if isinstance(value, tuple | list) and len(value) != n_dof:
+                raise ConfigError(
+                    f"noise model '{self.kind}'{_on_signal(self)}: '{field.name}' has {len(value)} values but the "
+                    f"robot has {n_dof} joints; give one value per joint or a single number for all joints"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description, ``{"type": kind, <field>: value, ...}``."""
@@ -399,6 +427,20 @@ class NoiseChain:
             model._perturb(out, rng)
         return out
 
+    def check_joints(self, n_dof: int) -> None:
+        """Check every model's per-joint options against an ``n_dof``-joint robot, before simulating.
+
+        Raises:
+            ConfigError: naming the model, the option and both lengths, when a per-joint option
+                (a list) does not have exactly ``n_dof`` values; or ``n_dof`` is not a positive int.
+        """
+        if isinstance(n_dof, bool) or not isinstance(n_dof, int | np.integer) or n_dof < 1:
+            raise ConfigError(f"n_dof must be a positive integer, got {n_dof!r}")
+        for model in self.models:
+            check = getattr(model, "check_joints", None)
+            if callable(check):
+                check(int(n_dof))
+
     def to_dict(self) -> dict[str, Any]:
         """``{"models": [model.to_dict(), ...]}``, accepted back by :func:`noise_from_config`."""
         return {"models": [model.to_dict() for model in self.models]}
@@ -412,7 +454,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-_Number = float | list[float]
+def _not_bool(value):
+    """YAML's ``true``/``false`` are not numbers here (pydantic would read them as 1.0 and 0.0)."""
+    if isinstance(value, bool):
+        raise ValueError("a number is expected, not a boolean")
+    return value
+
+
+_Real = Annotated[float, BeforeValidator(_not_bool)]
+_Number = _Real | list[_Real]
 
 
 class _SignalNoiseConfig(_Strict):
@@ -421,7 +471,7 @@ class _SignalNoiseConfig(_Strict):
 
 
 class _OutliersConfig(_Strict):
-    fraction: float
+    fraction: _Real
     magnitude: _Number
     signal: str = "tau"
 
@@ -511,7 +561,7 @@ def _from_model_list(items) -> NoiseChain:
     for position, item in enumerate(items):
         cls = _model_class(position, item)
         fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        unknown = sorted(set(item) - set(fields) - {"type"})
+        unknown = sorted(str(k) for k in set(item) - set(fields) - {"type"})
         if unknown:
             raise ConfigError(
                 f"unknown key '{unknown[0]}' in 'noise.models[{position}]' ({item['type']}); "
@@ -519,7 +569,7 @@ def _from_model_list(items) -> NoiseChain:
             )
         try:
             model = cls(**{k: v for k, v in item.items() if k != "type"})
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:  # ConfigError included: say which entry
             raise ConfigError(f"'noise.models[{position}]' ({item['type']}): {exc}") from None
         if not isinstance(model, NoiseModel):  # a plugin class whose __new__ returns something else
             raise ConfigError(f"'noise.models[{position}]' ({item['type']}) did not build a NoiseModel")
