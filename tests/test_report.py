@@ -226,3 +226,32 @@ def test_plot_sparsity_writes_a_png(tmp_path, shape):
 def test_plot_sparsity_rejects_mismatched_names(tmp_path):
     with pytest.raises(ValueError, match="len\\(names\\)"):
         plot_sparsity(["a"], np.ones(3), tmp_path / "s.png", threshold=0.1)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["../x", "../../etc/passwd", "/abs/path", "a..b"],
+        ["OLS", "ols", "Ols"],
+        ["x" * 200, "x" * 199, "é λ", "..."],
+    ],
+    ids=["paths", "case", "long-and-odd"],
+)
+def test_figure_file_names_from_estimator_names_stay_in_plots_and_are_distinct(study, tmp_path, names):
+    """Issue 8: an estimator name never leads a figure out of plots/, nor onto another's file."""
+    from robotid_sim.report import _plan
+    from robotid_sim.safety import safe_name
+
+    template = study.outcomes[1]
+    outcomes = [
+        dataclasses.replace(template, name=name, metrics={**template.metrics, "sparsity_threshold": 0.1})
+        for name in names
+    ]
+    plots = tmp_path / "run" / "plots"
+    plan = _plan(dataclasses.replace(study, outcomes=outcomes), plots)
+    per_estimator = [path for key, path, _ in plan if "/" in key]
+    assert len(per_estimator) == 2 * len(names)  # a convergence and a sparsity figure each
+    for path in per_estimator:
+        assert path.parent == plots
+        assert safe_name(path.name, "figure") == path.name
+    assert len({p.name.casefold() for p in per_estimator}) == len(per_estimator)

@@ -24,6 +24,7 @@ from robotid_sim.report.plots import (
     plot_torque_errors,
 )
 from robotid_sim.report.result import EstimatorOutcome, StudyResult
+from robotid_sim.safety import safe_name
 
 __all__ = ["EstimatorOutcome", "StudyResult", "write_report"]
 
@@ -33,8 +34,19 @@ log = logging.getLogger(__name__)
 SPARSITY_THRESHOLD_KEY = "sparsity_threshold"
 
 
+#: longest estimator part of a figure's file name (``convergence_<slug>_<k>.png`` stays a safe name)
+_SLUG_LENGTH = 40
+
+
 def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", name).strip("._") or "estimator"
+    """An estimator name made a file-name part: letters, digits, ``_ . -``, no ``..``, at most 40 characters."""
+    slug = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9.-]+", "_", str(name)))
+    return slug.strip("._-")[:_SLUG_LENGTH].strip("._-") or "estimator"
+
+
+def _figure_path(plots_dir: Path, kind: str, slug: str) -> Path:
+    """``plots_dir/<kind>_<slug>.png``, the file name checked by :func:`~robotid_sim.safety.safe_name`."""
+    return plots_dir / safe_name(f"{kind}_{slug}.png", "figure file name")
 
 
 def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callable[[Path], Path]]]:
@@ -53,15 +65,18 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
         plan.append(("friction_curves", plots_dir / "friction_curves.png", lambda p: plot_friction_curves(result, p)))
     used: set[str] = set()
     for outcome in result.outcomes:
-        slug = _slug(outcome.name)
-        while slug in used:
-            slug += "_"
-        used.add(slug)
+        # distinct without case, so that no two figures share a file on a case-insensitive file system
+        base = slug = _slug(outcome.name)
+        k = 1
+        while slug.casefold() in used:
+            k += 1
+            slug = f"{base}_{k}"
+        used.add(slug.casefold())
         if outcome.history is not None and len(outcome.history) > 0:
             plan.append(
                 (
                     f"convergence/{outcome.name}",
-                    plots_dir / f"convergence_{slug}.png",
+                    _figure_path(plots_dir, "convergence", slug),
                     lambda p, o=outcome: plot_parameter_convergence(o, p),
                 )
             )
@@ -70,7 +85,7 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
             plan.append(
                 (
                     f"sparsity/{outcome.name}",
-                    plots_dir / f"sparsity_{slug}.png",
+                    _figure_path(plots_dir, "sparsity", slug),
                     lambda p, o=outcome, th=float(threshold): plot_sparsity(o.parameter_names, o.values, p, th),
                 )
             )

@@ -14,6 +14,8 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
     "load_run_result": "robotid_sim.scenario.results",
     "DEFAULT_SCENARIO": "robotid_sim.scenario.runner",
     "bundled_scenarios": "robotid_sim.scenario.runner",
+    "prepare_run": "robotid_sim.scenario.runner",
+    "remove_stale_partials": "robotid_sim.scenario.runner",
     "resolve_scenario_path": "robotid_sim.scenario.runner",
     "run_scenario": "robotid_sim.scenario.runner",
     "Scenario": "robotid_sim.scenario.schema",
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from robotid_sim.scenario.runner import (
         DEFAULT_SCENARIO,
         bundled_scenarios,
+        prepare_run,
+        remove_stale_partials,
         resolve_scenario_path,
         run_scenario,
     )
@@ -38,6 +42,8 @@ __all__ = [
     "load_run_result",
     "load_scenario",
     "parse_scenario",
+    "prepare_run",
+    "remove_stale_partials",
     "resolve_scenario_path",
     "run_scenario",
 ]

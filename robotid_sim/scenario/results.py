@@ -1,39 +1,56 @@
-"""Read a finished run folder back into a :class:`StudyResult` (for ``robotid-sim report``)."""
+"""Read a finished run folder back into a :class:`StudyResult` (for ``robotid-sim report``).
+
+A run folder is input like any other (SPEC §13): every file is read only from inside the folder
+(:func:`robotid_sim.safety.inside`, which also refuses a symbolic link pointing out of it), ``scenario.yaml``
+through :func:`robotid_sim.safety.load_yaml_file`, and ``metrics.json`` / ``truth.json`` are checked (valid
+JSON of the expected structure, size-limited, estimator names that are safe file names) before use. A damaged
+folder is a one-line :class:`~robotid_sim.errors.DataError`, never a traceback.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import yaml
 
-from robotid_sim.errors import DataError
+from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import BaseParameterModel, load_model
 from robotid_sim.report import EstimatorOutcome, StudyResult
+from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.sim.dataset import load_dataset
+
+#: largest ``metrics.json`` / ``truth.json`` / ``scenario.yaml`` read back (bytes)
+MAX_TEXT_BYTES = 16 * 1024**2
 
 
 def load_run_result(run_dir: str | Path) -> StudyResult:
     """The study of a run folder written by :func:`run_scenario`.
 
     Predictions are recomputed from the saved models on the saved validation data.
+
+    Raises:
+        DataError: a missing or damaged file, a file that points outside the folder, or a ``metrics.json``
+            that is not a list of ``{"estimator": <safe name>, <metric>: number or list of numbers}``.
     """
     run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise DataError(f"{run_dir} is not a run folder (not a folder)")
     needed = ["scenario.yaml", "metrics.json", "truth.json", "data/validation.npz"]
     missing = [n for n in needed if not (run_dir / n).exists()]
     if missing:
         raise DataError(f"{run_dir} is not a complete run folder (missing {missing})")
-    scenario = yaml.safe_load((run_dir / "scenario.yaml").read_text())
-    rows = json.loads((run_dir / "metrics.json").read_text())
-    ds_val = load_dataset(run_dir / "data" / "validation.npz")
+    scenario = _scenario(run_dir)
+    rows = _metrics(run_dir)
+    ds_val = load_dataset(_path(run_dir, "data/validation.npz"))
     truth = _truth_table(run_dir)
     truth_names = [name for name, _, _ in truth]
     truth_values = np.array([value for _, _, value in truth])
     outcomes = []
     for row in rows:
         name = row["estimator"]
-        model = load_model(run_dir / "models" / f"{name}.json")
+        model = load_model(_path(run_dir, f"models/{name}.json"))
         names, values, std = model.parameter_table()
         is_base = isinstance(model, BaseParameterModel) and list(names) == truth_names
         history = model.history
@@ -51,9 +68,11 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
                 model_path=f"models/{name}.json",
             )
         )
+    title = scenario.get("name")
+    robot = scenario.get("robot")
     return StudyResult(
-        title=scenario.get("name", run_dir.name),
-        robot_name=scenario.get("robot", "?"),
+        title=title if isinstance(title, str) else run_dir.name,
+        robot_name=robot if isinstance(robot, str) else "?",
         joint_names=list(ds_val.joint_names),
         scenario=scenario,
         t_validation=ds_val.t,
@@ -64,10 +83,86 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     )
 
 
+def _path(run_dir: Path, relative: str) -> Path:
+    """``run_dir / relative``, refused unless it stays inside the run folder (links resolved)."""
+    return inside(run_dir, relative, "run folder file")
+
+
+def _read_json(run_dir: Path, relative: str) -> Any:
+    path = _path(run_dir, relative)
+    where = run_dir / relative
+    try:
+        size = path.stat().st_size
+        if size > MAX_TEXT_BYTES:
+            raise DataError(f"{where} is {size:,} bytes (limit {MAX_TEXT_BYTES:,}); not a run folder's file")
+        text = path.read_bytes().decode("utf-8")
+        return json.loads(text)
+    except OSError as exc:
+        raise DataError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{where} is damaged (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where} is damaged (not valid JSON: {exc})") from None
+    except RecursionError:
+        raise DataError(f"{where} is damaged (JSON nested too deeply)") from None
+
+
+def _scenario(run_dir: Path) -> dict:
+    path = _path(run_dir, "scenario.yaml")
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise DataError(f"{run_dir / 'scenario.yaml'} is larger than {MAX_TEXT_BYTES:,} bytes")
+    try:
+        data = load_yaml_file(path, "run scenario")
+    except ConfigError as exc:
+        raise DataError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise DataError(f"{run_dir / 'scenario.yaml'} is damaged (not a mapping of scenario fields)")
+    return data
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    """The rows of ``metrics.json``, checked: estimator names safe and unique, values numbers or lists."""
+    where = run_dir / "metrics.json"
+    rows = _read_json(run_dir, "metrics.json")
+    if not isinstance(rows, list):
+        raise DataError(f"{where} is damaged (expected a list of rows, one per estimator, got {type(rows).__name__})")
+    seen: set[str] = set()
+    for k, row in enumerate(rows):
+        if not isinstance(row, dict) or "estimator" not in row:
+            raise DataError(f"{where} is damaged (row {k} is not a mapping with an 'estimator')")
+        name = row["estimator"]
+        try:
+            safe_name(name, "estimator name")
+        except ConfigError as exc:
+            raise DataError(f"{where}, row {k}: {exc}; refusing to read its model") from None
+        if name.casefold() in seen:
+            raise DataError(f"{where} is damaged (estimator '{name}' appears twice)")
+        seen.add(name.casefold())
+        for key, value in row.items():
+            if key == "estimator":
+                continue
+            ok = value is None or _is_number(value)
+            ok = ok or (isinstance(value, list) and all(v is None or _is_number(v) for v in value))
+            if not ok:
+                raise DataError(
+                    f"{where} is damaged (row {k}, '{key}': expected a number or a list of numbers, "
+                    f"got {json.dumps(value)[:40]})"
+                )
+    return rows
+
+
 def _truth_table(run_dir: Path) -> list[tuple[str, str, float]]:
     """The (name, expression, true value) rows the runner wrote to ``truth.json``."""
-    data = json.loads((run_dir / "truth.json").read_text())
+    data = _read_json(run_dir, "truth.json")
     try:
-        return [(str(r["name"]), str(r["expression"]), float(r["value"])) for r in data["base_parameters"]]
+        rows = data["base_parameters"]
+        if not isinstance(rows, list):
+            raise TypeError("'base_parameters' is not a list")
+        table = [(str(r["name"]), str(r["expression"]), float(r["value"])) for r in rows]
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{run_dir / 'truth.json'} is malformed ({exc})") from None
+    return table

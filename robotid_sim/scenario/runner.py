@@ -1,35 +1,66 @@
 """Run a scenario end to end into a new run folder (SPEC §13).
 
+Before anything is simulated, everything the run needs is checked (:func:`prepare_run`): the scenario's
+fields and the names that become file names (:mod:`robotid_sim.scenario.schema`), the robot, each
+estimator and its options, both excitations (built, and checked against the joint limits), the noise chain
+(against the robot's joint count), the preprocessing, and the run's memory and time
+(:mod:`robotid_sim.scenario.budget`: an absurd ``duration``, ``dt`` or ``rate_hz`` is refused with the
+estimate and the limit unless ``simulation.allow_large: true``). Then the output folder must be creatable and
+hold the data files. A scenario refused there leaves nothing on disk.
+
 The run is built in a hidden ``.partial-*`` folder and renamed to its final name only when
 everything is written, so a failed run never leaves a folder that looks complete, and a run
-never overwrites an earlier one.
+never overwrites an earlier one. An interrupted run (Ctrl-C, or SIGTERM as sent by ``timeout``, CI runners
+and ``kill``) removes its partial folder before exiting (SIGTERM exits with status 143). A run killed
+outright (SIGKILL, out of memory) cannot; each partial folder therefore records its owner (process id,
+process start time, host) in a ``.owner`` file, and every run first removes the partial folders under its
+output folder whose owner process on this host is no longer running, saying so in a warning (those of a
+live run, or of another host, are left alone; one without an owner record is removed once untouched for
+24 hours).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
 import logging
+import os
 import shutil
-from collections.abc import Callable
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.excitation import excitation_from_config
 from robotid_sim.identification import BaseParameterModel, IdentificationProblem, LinearParameterModel
 from robotid_sim.identification import metrics as M
 from robotid_sim.identification.validation import rollout, trajectory_error
 from robotid_sim.plugins import get_estimator
 from robotid_sim.report import EstimatorOutcome, StudyResult, write_report
 from robotid_sim.robot import load_robot
+from robotid_sim.safety import safe_name
+from robotid_sim.scenario.budget import RunBudget, estimate_run, simulation_cost
 from robotid_sim.scenario.schema import Scenario, load_scenario
 from robotid_sim.signal import butterworth_filtfilt, central_difference, period_average
 from robotid_sim.sim.dataset import Signals
-from robotid_sim.sim.simulate import resolve_excitation, simulate
+from robotid_sim.sim.simulate import (
+    GENERIC_EXCITATION,
+    generic_excitation_limits,
+    generic_excitation_note,
+    resolve_excitation,
+    resolve_noise,
+    simulate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,21 +94,167 @@ def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
     raise ConfigError(f"scenario '{name_or_path}' is neither a file nor a bundled scenario ({', '.join(bundled)})")
 
 
+#: prefix of the folder a run is built in
+PARTIAL_PREFIX = ".partial-"
+#: file in a partial folder naming the process that builds it
+OWNER_FILE = ".owner"
+#: a partial folder without a readable owner record is stale once untouched this long (seconds)
+UNOWNED_STALE_AFTER_S = 24 * 3600.0
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks since boot) of process ``pid`` from Linux ``/proc``, or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        fields = text[text.rindex(")") + 2 :].split()
+        return fields[0], int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _process_start(pid: int) -> int | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux), or None if unknown."""
+    stat = _proc_stat(pid)
+    return None if stat is None else stat[1]
+
+
+def _owner_record() -> dict[str, Any]:
+    pid = os.getpid()
+    return {
+        "pid": pid,
+        "start": _process_start(pid),
+        "host": socket.gethostname(),
+        "created": datetime.now().isoformat(timespec="seconds"),
+    }
+
+
+def _alive(pid: int, start: int | None) -> bool:
+    """Whether process ``pid`` (started at ``start`` ticks, when known) still runs on this host."""
+    if os.name == "nt":
+        return True  # os.kill(pid, 0) would terminate the process there: never probe, never remove
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass  # exists but belongs to another user (PermissionError), or cannot tell: assume alive
+    stat = _proc_stat(pid)
+    if stat is not None:
+        state, started = stat
+        if state in ("Z", "X"):
+            return False  # killed, not yet reaped by its parent
+        if start is not None and started != start:
+            return False  # the id was reused by a newer process
+    return True
+
+
+def _stale_reason(partial: Path) -> str | None:
+    """Why ``partial`` is a leftover of a run that no longer runs, or None to leave it."""
+    try:
+        with open(partial / OWNER_FILE, "rb") as fh:
+            owner = json.loads(fh.read(4096))
+    except (OSError, ValueError):
+        owner = None
+    pid = owner.get("pid") if isinstance(owner, dict) else None
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        try:
+            idle = time.time() - partial.stat().st_mtime
+        except OSError:
+            return None
+        if idle > UNOWNED_STALE_AFTER_S:
+            return f"no owner record, untouched for {idle / 3600:.0f} h"
+        return None
+    if owner.get("host") != socket.gethostname():
+        return None  # another machine's run (shared folder): we cannot tell whether it still runs
+    start = owner.get("start")
+    if _alive(pid, start if isinstance(start, int) and not isinstance(start, bool) else None):
+        return None
+    return f"its run, process {pid}, is no longer running"
+
+
+def remove_stale_partials(root: str | Path) -> list[Path]:
+    """Remove the ``.partial-*`` folders under ``root`` left by runs that were killed (module docstring).
+
+    A folder whose owner process (``.owner``: pid, start time, host) still runs on this host, or that belongs
+    to another host, is left alone. Each removal is logged as a warning naming the folder.
+
+    Returns:
+        The folders removed.
+    """
+    root = Path(root)
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return []
+    removed = []
+    for path in entries:
+        if not path.name.startswith(PARTIAL_PREFIX) or path.is_symlink() or not path.is_dir():
+            continue
+        reason = _stale_reason(path)
+        if reason is None:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            log.warning("removed the partial run folder %s left by an interrupted run (%s)", path, reason)
+            removed.append(path)
+    return removed
+
+
 def _new_run_dir(root: Path, name: str) -> tuple[Path, Path]:
-    """(partial dir created now, final dir name reserved); never an existing folder."""
-    root.mkdir(parents=True, exist_ok=True)
+    """(partial dir created now with its owner record, final dir name reserved); never an existing folder."""
+    safe_name(name, "scenario name")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the output folder {root}: {exc.strerror or exc}") from None
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     for k in range(1000):
         final = root / (f"{name}-{stamp}" if k == 0 else f"{name}-{stamp}-{k}")
-        partial = root / f".partial-{final.name}"
+        partial = root / f"{PARTIAL_PREFIX}{final.name}"
         if final.exists() or partial.exists():
             continue
         try:
             partial.mkdir()
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise ConfigError(f"cannot create a run folder in {root}: {exc.strerror or exc}") from None
+        try:
+            (partial / OWNER_FILE).write_text(json.dumps(_owner_record()) + "\n")
+        except BaseException as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise ConfigError(f"cannot write into the run folder {partial}: {exc.strerror or exc}") from None
+            raise
         return partial, final
     raise ConfigError(f"could not find a free run folder name under {root}")
+
+
+@contextlib.contextmanager
+def _sigterm_raises_system_exit() -> Iterator[None]:
+    """While inside, SIGTERM raises ``SystemExit(143)`` so that clean-up code runs (main thread only).
+
+    Installed only where SIGTERM has its default action (which would kill the process without clean-up);
+    an application's own handler, or an ignored SIGTERM, is left as it is. The previous handler is
+    restored on exit. After the first SIGTERM further ones are ignored, so they cannot cut the clean-up.
+    """
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) not in (
+        signal.SIG_DFL,
+        None,
+    ):
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def terminate(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _validation_excitation(scenario: Scenario, robot):
@@ -87,6 +264,8 @@ def _validation_excitation(scenario: Scenario, robot):
     ident = scenario.excitation
     if ident == "default":
         ident = robot.sidecar.default_excitation if robot.sidecar is not None else None
+        if ident is None:  # the generic default, with another seed
+            return excitation_from_config(_reseed(dict(GENERIC_EXCITATION)), generic_excitation_limits(robot))
     reseeded = _reseed(ident) if isinstance(ident, dict) else None
     if reseeded is None or reseeded == ident:
         raise ConfigError(
@@ -128,25 +307,30 @@ def _preprocess(ds, cfg):
     return dataclasses.replace(ds, q=q, qd=qd, qdd=qdd, tau=tau), notes
 
 
-def _average_periods(ds, periods: int):
-    """The mean of the first ``periods`` periods of a dataset recorded on a Fourier excitation."""
-    exc = ds.metadata.get("excitation", {})
-    if exc.get("type") != "fourier" or "omega_f" not in exc:
+def _period_samples(excitation: dict, sample_dt: float, n_samples: int, periods: int) -> int:
+    """Samples per period for ``preprocessing.period_average``; ConfigError unless ``periods`` whole periods fit."""
+    if excitation.get("type") != "fourier" or "omega_f" not in excitation:
         raise ConfigError(
-            f"preprocessing.period_average needs a periodic (fourier) excitation, got '{exc.get('type')}'"
+            f"preprocessing.period_average needs a periodic (fourier) excitation, got '{excitation.get('type')}'"
         )
-    samples = 2 * np.pi / float(exc["omega_f"]) / ds.dt
+    samples = 2 * np.pi / float(excitation["omega_f"]) / sample_dt
     if abs(samples - round(samples)) > 1e-6 * samples:
         raise ConfigError(
             f"preprocessing.period_average: the period ({samples:.4g} samples) is not a whole number of "
             "samples; choose rate_hz so that rate_hz / base_frequency is an integer"
         )
     samples = int(round(samples))
-    if ds.n_samples < periods * samples:
+    if n_samples < periods * samples:
         raise ConfigError(
-            f"preprocessing.period_average = {periods} but the data holds {ds.n_samples / samples:.2f} periods; "
+            f"preprocessing.period_average = {periods} but the data holds {n_samples / samples:.2f} periods; "
             "set excitation.periods (or simulation.duration) to cover them"
         )
+    return samples
+
+
+def _average_periods(ds, periods: int):
+    """The mean of the first ``periods`` periods of a dataset recorded on a Fourier excitation."""
+    samples = _period_samples(ds.metadata.get("excitation", {}), ds.dt, ds.n_samples, periods)
     part = ds.slice(0, periods * samples)
 
     def mean(x):
@@ -165,6 +349,98 @@ def _average_periods(ds, periods: int):
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """Everything a run needs, built and checked by :func:`prepare_run` before anything is simulated.
+
+    Attributes:
+        scenario: the validated scenario.
+        robot: the robot.
+        estimators: (scenario entry, estimator) pairs, options applied.
+        excitation, validation_excitation: the two trajectories, checked against the joint limits.
+        noise: the noise chain, checked against the robot's joint count.
+        duration, validation_duration: seconds simulated for each.
+        budget: the estimated memory, time and disk of the run.
+        excitation_default: what ``excitation: default`` means for a robot whose sidecar gives no
+            default (:func:`~robotid_sim.sim.simulate.generic_excitation_note`), else None; recorded in
+            both datasets' metadata.
+    """
+
+    scenario: Scenario
+    robot: Any
+    estimators: list
+    excitation: Any
+    validation_excitation: Any
+    noise: Any
+    duration: float
+    validation_duration: float
+    budget: RunBudget
+    excitation_default: dict | None = None
+
+
+def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
+    """Build and check everything a scenario run needs; nothing is simulated or written.
+
+    Args:
+        sc: a validated scenario.
+        base_dir: folder a relative URDF path is resolved against (default: the working folder).
+
+    Raises:
+        ConfigError (or another :class:`~robotid_sim.errors.RobotIdError`): the first problem found, in this
+            order: robot, estimators and their options, excitations, noise chain, preprocessing, resource budget
+            (memory, time), excitation limits.
+    """
+    base_dir = Path.cwd() if base_dir is None else Path(base_dir)
+    robot_ref = sc.robot
+    if robot_ref.endswith(".urdf") and not Path(robot_ref).is_absolute():
+        robot_ref = str((base_dir / robot_ref).resolve())
+    robot = load_robot(robot_ref)
+    estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
+    sim = sc.simulation
+    excitation = resolve_excitation(robot, sc.excitation)
+    validation_excitation = _validation_excitation(sc, robot)
+    noise = resolve_noise(robot, sc.noise)
+    noise.check_joints(robot.n_dof)
+    duration = float(excitation.duration if sim.duration is None else sim.duration)
+    validation_duration = float(
+        validation_excitation.duration if sc.validation.duration is None else sc.validation.duration
+    )
+    ident_cost = simulation_cost(robot.n_dof, duration, sim.dt, sim.rate_hz, "simulation")
+    val_cost = simulation_cost(robot.n_dof, validation_duration, sim.dt, sim.rate_hz, "validation simulation")
+    pre = sc.preprocessing
+    if pre.lowpass_hz is not None and pre.lowpass_hz >= sim.rate_hz / 2:
+        raise ConfigError(
+            f"preprocessing.lowpass_hz = {pre.lowpass_hz:g} Hz must be below the Nyquist frequency "
+            f"simulation.rate_hz / 2 = {sim.rate_hz / 2:g} Hz"
+        )
+    if pre.period_average is not None:
+        _period_samples(excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average)
+    budget = estimate_run(ident_cost, val_cost, robot.structure().base_parameters().count)
+    budget.check(allow_large=sim.allow_large)
+    # after the budget: checking the limits evaluates the whole trajectory
+    excitation.check_limits(robot)
+    validation_excitation.check_limits(robot)
+    return RunPlan(
+        scenario=sc,
+        robot=robot,
+        estimators=estimators,
+        excitation=excitation,
+        validation_excitation=validation_excitation,
+        noise=noise,
+        duration=duration,
+        validation_duration=validation_duration,
+        budget=budget,
+        excitation_default=generic_excitation_note(robot) if sc.excitation == "default" else None,
+    )
+
+
+def _existing_ancestor(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def run_scenario(
     scenario: str | Path | Scenario | None = None,
     out_dir: str | Path | None = None,
@@ -173,37 +449,56 @@ def run_scenario(
 ) -> Path:
     """Run a scenario and return the new run folder.
 
+    Everything is checked first (:func:`prepare_run`); then stale partial folders under ``out_dir`` are
+    removed (:func:`remove_stale_partials`) and the run is built in a ``.partial-*`` folder, renamed at the
+    end (module docstring).
+
     Args:
         scenario: a path, a bundled scenario name, a :class:`Scenario`, or None (the default).
         out_dir: parent of the run folder (default ``./runs``).
         progress: callable(task, done, total) for progress bars.
         on_estimator_done: called with each estimator's outcome as soon as it is ready.
+
+    Raises:
+        ConfigError: a scenario that cannot run (nothing is written then), an output folder that cannot be
+            created or lacks the space for the data.
+        SystemExit: status 143 on SIGTERM, after the partial folder is removed.
     """
     if isinstance(scenario, Scenario):
         sc, base_dir = scenario, Path.cwd()
     else:
         path = resolve_scenario_path(scenario)
         sc, base_dir = load_scenario(path), path.parent
-    robot_ref = sc.robot
-    if robot_ref.endswith(".urdf") and not Path(robot_ref).is_absolute():
-        robot_ref = str((base_dir / robot_ref).resolve())
-    robot = load_robot(robot_ref)
-    # fail on unknown estimators / options before any work is done
-    estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
+    plan = prepare_run(sc, base_dir)
+    root = Path(out_dir) if out_dir is not None else DEFAULT_RUNS_DIR
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"the output folder {root} exists and is not a folder")
+    try:
+        free = shutil.disk_usage(_existing_ancestor(root)).free
+    except OSError:
+        free = None
+    if free is not None:
+        plan.budget.check_disk(free, root)
     report = progress or (lambda *_: None)
 
-    partial, final = _new_run_dir(Path(out_dir) if out_dir is not None else DEFAULT_RUNS_DIR, sc.name)
-    try:
-        _run(sc, robot, estimators, partial, report, on_estimator_done)
-        partial.rename(final)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+    remove_stale_partials(root)
+    with _sigterm_raises_system_exit():
+        partial, final = _new_run_dir(root, sc.name)
+        try:
+            _run(plan, partial, report, on_estimator_done)
+            (partial / OWNER_FILE).unlink()
+            partial.rename(final)
+        except BaseException as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                log.warning("run interrupted: removed its partial folder %s", partial)
+            raise
     log.info("run written to %s", final)
     return final
 
 
-def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_done) -> None:
+def _run(plan: RunPlan, run_dir: Path, report: Progress, on_done) -> None:
+    sc, robot, estimators = plan.scenario, plan.robot, plan.estimators
     sim = sc.simulation
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.model_dump(mode="json"), sort_keys=False))
 
@@ -212,9 +507,9 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
 
     ds = simulate(
         robot,
-        sc.excitation,
-        duration=sim.duration,
-        noise=sc.noise,
+        plan.excitation,
+        duration=plan.duration,
+        noise=plan.noise,
         seed=sc.seed,
         rate_hz=sim.rate_hz,
         dt=sim.dt,
@@ -222,12 +517,11 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
         kd=sim.kd,
         progress=sim_progress("simulate identification data"),
     )
-    val_exc = _validation_excitation(sc, robot)
     ds_val = simulate(
         robot,
-        val_exc,
-        duration=sc.validation.duration,
-        noise=sc.noise,
+        plan.validation_excitation,
+        duration=plan.validation_duration,
+        noise=plan.noise,
         seed=sc.seed + sc.validation.noise_seed_offset,
         rate_hz=sim.rate_hz,
         dt=sim.dt,
@@ -235,6 +529,8 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
         kd=sim.kd,
         progress=sim_progress("simulate validation data"),
     )
+    if plan.excitation_default is not None:
+        ds.metadata["excitation_default"] = ds_val.metadata["excitation_default"] = plan.excitation_default
     (run_dir / "data").mkdir()
     ds.save(run_dir / "data" / "identification.npz")
     ds_val.save(run_dir / "data" / "validation.npz")
@@ -262,7 +558,7 @@ def _run(sc: Scenario, robot, estimators, run_dir: Path, report: Progress, on_do
     for k, (entry, estimator) in enumerate(estimators):
         report("identify", k, len(estimators))
         model = estimator.fit(problem)
-        model_path = model.save(run_dir / "models" / f"{entry.display}.json")
+        model_path = model.save(run_dir / "models" / f"{safe_name(entry.display, 'estimator label')}.json")
         pred = model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd)
         rms = M.torque_rms(ds_val.tau, pred)
         metrics: dict = {

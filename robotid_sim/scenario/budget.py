@@ -1,0 +1,217 @@
+"""What a run will cost, estimated before anything is simulated (SPEC §13: bad input never harms the machine).
+
+A scenario asking for ``duration: 1e5`` s, ``dt: 1e-12`` or ``rate_hz: 1e12`` would otherwise grow until the
+machine kills it, or end in a NumPy allocation traceback. :func:`simulation_cost` turns one simulation's
+numbers into steps, samples, bytes and seconds (cheap arithmetic, nothing allocated; :func:`simulate` can reuse
+it), :func:`estimate_run` adds up a scenario run, and :meth:`RunBudget.check` refuses one above the limits with
+a :class:`ConfigError` that states the estimate and the limit.
+
+The estimate (bytes of float64, ``n`` joints, ``b`` base parameters, S physics steps, N recorded samples):
+
+- simulating: ``S · n · 8 · 25``: the reference ``q, qd, qdd`` at the physics rate (3 arrays), the
+  temporaries of evaluating it and the tracking loop's per-step copies (measured: about 22 more);
+- recorded data: ``N · n · 8 · 10``: measured and true ``q, qd, qdd, tau``, rigid-body torque, t;
+- identifying: ``N · n · 8 · (5 b + 30)``: the base regressor ``N · n · b`` formed in memory and its working
+  copies (column-normalised copy, SVD factors: 5 regressors at the peak, measured) plus the Newton–Euler
+  temporaries of forming it (about 30 per sample and joint);
+- the peak of the three phases (simulate the identification data; simulate the validation data while the
+  identification data is kept; identify with both datasets in memory);
+- time: ``S · 40 µs`` per simulation (``benchmarks/simulator_speed.py``: 21–34 µs per step on prrrp and hyper9);
+- disk: the two datasets' ``.npz`` files, ``N · (9 n + 1) · 8`` bytes each.
+
+Limits: memory :func:`robotid_sim.safety.memory_limit_bytes` (half of this machine's RAM), time
+:data:`TIME_LIMIT_S` (2 hours), the free space of the output folder. ``simulation.allow_large: true`` lifts the
+time limit and raises the memory limit to the whole RAM; the disk limit always holds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from robotid_sim.errors import ConfigError
+from robotid_sim.safety import memory_limit_bytes
+
+#: seconds of wall time per physics step of the tracking simulation (measured 21–34 µs, rounded up)
+SECONDS_PER_STEP = 40e-6
+#: longest run accepted without ``simulation.allow_large`` (seconds)
+TIME_LIMIT_S = 2 * 3600.0
+#: float64 values held per physics step and joint while simulating (reference + temporaries)
+SIMULATION_VALUES_PER_STEP = 25
+#: float64 arrays (N, n) a recorded dataset holds (measured and true signals, rigid torque, t)
+RECORDED_ARRAYS = 10
+#: base regressors held at once while identifying (the regressor, its normalised copy, SVD factors)
+REGRESSOR_COPIES = 5
+#: float64 values per sample and joint of the Newton–Euler recursion forming the regressor
+REGRESSOR_WORK_VALUES = 30
+_F64 = 8
+
+
+@dataclass(frozen=True)
+class SimulationCost:
+    """What one simulation of ``duration`` seconds at physics step ``dt`` and recording rate ``rate_hz`` costs.
+
+    Attributes:
+        n_dof: joints.
+        steps: physics steps S (an int; may be astronomically large, nothing is allocated).
+        samples: recorded samples N = ceil(S / decimation).
+    """
+
+    n_dof: int
+    steps: int
+    samples: int
+
+    @property
+    def working_bytes(self) -> float:
+        """Memory while simulating: the reference at the physics rate and the loop's temporaries."""
+        return float(self.steps) * self.n_dof * _F64 * SIMULATION_VALUES_PER_STEP
+
+    @property
+    def data_bytes(self) -> float:
+        """Memory of the recorded dataset (measured and true signals)."""
+        return float(self.samples) * self.n_dof * _F64 * RECORDED_ARRAYS
+
+    @property
+    def file_bytes(self) -> float:
+        """Size of the dataset's ``.npz`` file: t and the measured and true q, qd, qdd, tau."""
+        return float(self.samples) * (9 * self.n_dof + 1) * _F64
+
+    @property
+    def seconds(self) -> float:
+        """Wall time of the simulation."""
+        return float(self.steps) * SECONDS_PER_STEP
+
+
+def simulation_cost(n_dof: int, duration: float, dt: float, rate_hz: float, what: str = "simulation") -> SimulationCost:
+    """Steps and samples of one simulation, checking its numbers (no array is made).
+
+    Raises:
+        ConfigError: a duration, step or rate that is not a finite positive number, or a rate that does not
+            divide the physics rate ``1/dt`` (the same rule as :func:`~robotid_sim.sim.simulate.simulate`).
+    """
+    for name, value in (("duration", duration), ("dt", dt), ("rate_hz", rate_hz)):
+        if not isinstance(value, int | float) or not math.isfinite(value) or not value > 0:
+            raise ConfigError(f"{what}: {name} must be a finite number > 0, got {value!r}")
+    ratio = 1.0 / (rate_hz * dt)
+    decimation = round(ratio) if math.isfinite(ratio) else 0
+    if decimation < 1 or abs(decimation * rate_hz * dt - 1.0) > 1e-9:
+        raise ConfigError(
+            f"{what}: rate_hz = {rate_hz:g} must divide the physics rate 1/dt = {1 / dt:g} Hz "
+            "(e.g. 100, 200, 500, 1000)"
+        )
+    steps_float = duration / dt
+    if not math.isfinite(steps_float):
+        raise ConfigError(f"{what}: duration / dt = {duration:g} / {dt:g} is not a finite number of steps")
+    steps = max(int(round(steps_float)), 1)
+    return SimulationCost(n_dof=int(n_dof), steps=steps, samples=-(-steps // decimation))
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """The estimated cost of a scenario run (module docstring for the formula).
+
+    Attributes:
+        identification, validation: the two simulations.
+        n_base: base parameters b.
+        memory_bytes: peak memory of the run.
+        peak_phase: the phase of the peak ("simulating the identification data", ...).
+        seconds: wall time of the two simulations.
+        disk_bytes: size of the files written (the two datasets).
+    """
+
+    identification: SimulationCost
+    validation: SimulationCost
+    n_base: int
+    memory_bytes: float
+    peak_phase: str
+    seconds: float
+    disk_bytes: float
+
+    def describe(self) -> str:
+        """One line: the sizes behind the estimate."""
+        ident, val = self.identification, self.validation
+        return (
+            f"identification {ident.steps:.3g} physics steps / {ident.samples:.3g} samples, validation "
+            f"{val.steps:.3g} / {val.samples:.3g}, {ident.n_dof} joints, {self.n_base} base parameters; "
+            f"peak while {self.peak_phase}"
+        )
+
+    def check(
+        self, allow_large: bool = False, memory_limit: float | None = None, time_limit: float | None = TIME_LIMIT_S
+    ) -> None:
+        """Refuse a run above the memory or time limit.
+
+        Args:
+            allow_large: ``simulation.allow_large``: no time limit, and the memory limit is the whole RAM.
+            memory_limit: bytes (default :func:`~robotid_sim.safety.memory_limit_bytes`, doubled with
+                ``allow_large``).
+            time_limit: seconds (ignored with ``allow_large``).
+
+        Raises:
+            ConfigError: stating the estimate, the limit, what it is made of and how to shrink the run.
+        """
+        if memory_limit is None:
+            memory_limit = memory_limit_bytes() * (2 if allow_large else 1)
+        memory_what = "this machine's RAM" if allow_large else "half of this machine's RAM"
+        problems = []
+        if self.memory_bytes > memory_limit:
+            problems.append(
+                f"about {format_bytes(self.memory_bytes)} of memory (limit {format_bytes(memory_limit)}, {memory_what})"
+            )
+        if not allow_large and time_limit is not None and self.seconds > time_limit:
+            problems.append(f"about {format_seconds(self.seconds)} of simulation (limit {format_seconds(time_limit)})")
+        if not problems:
+            return
+        hint = "shorten simulation.duration or validation.duration, lower simulation.rate_hz or raise simulation.dt"
+        if not allow_large:
+            hint += ", or set simulation.allow_large: true to run it anyway"
+        raise ConfigError(f"this run would need {' and '.join(problems)}: {self.describe()}; {hint}")
+
+    def check_disk(self, free_bytes: float, folder) -> None:
+        """Refuse a run whose data files would not fit in ``free_bytes`` (the output folder's free space)."""
+        if self.disk_bytes > free_bytes:
+            raise ConfigError(
+                f"this run's data files would take about {format_bytes(self.disk_bytes)} but only "
+                f"{format_bytes(free_bytes)} are free under {folder}; free some space, choose another --out, or "
+                "shorten simulation.duration / lower simulation.rate_hz"
+            )
+
+
+def estimate_run(identification: SimulationCost, validation: SimulationCost, n_base: int) -> RunBudget:
+    """The cost of a scenario run: its two simulations and an identification on ``n_base`` base parameters."""
+    ident, val = identification, validation
+    regressor = float(ident.samples) * ident.n_dof * _F64 * (REGRESSOR_COPIES * n_base + REGRESSOR_WORK_VALUES)
+    phases = {
+        "simulating the identification data": ident.working_bytes + ident.data_bytes,
+        "simulating the validation data": ident.data_bytes + val.working_bytes + val.data_bytes,
+        "identifying": ident.data_bytes + val.data_bytes + regressor,
+    }
+    peak_phase = max(phases, key=phases.__getitem__)
+    return RunBudget(
+        identification=ident,
+        validation=val,
+        n_base=int(n_base),
+        memory_bytes=phases[peak_phase],
+        peak_phase=peak_phase,
+        seconds=ident.seconds + val.seconds,
+        disk_bytes=ident.file_bytes + val.file_bytes,
+    )
+
+
+def format_bytes(value: float) -> str:
+    """``"3.2 GB"``, ``"512 MB"`` (decimal units)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def format_seconds(value: float) -> str:
+    """``"2 h"``, ``"35 min"``, ``"12 s"``; years for the absurd."""
+    if value >= 365 * 86400:
+        return f"{value / (365 * 86400):.3g} years"
+    if value >= 3600:
+        return f"{value / 3600:.3g} h"
+    if value >= 60:
+        return f"{value / 60:.3g} min"
+    return f"{value:.3g} s"
