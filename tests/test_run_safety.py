@@ -8,6 +8,7 @@ after the identification simulation, and a required scenario ``name``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -234,7 +235,8 @@ def test_a_duration_of_1e5_s_is_refused_fast_with_its_memory_estimate(tmp_path, 
     assert code == 2
     assert len(lines) == 1
     assert "this run would need about" in lines[0] and "GB of memory (limit 17.2 GB" in lines[0]
-    assert "simulation.allow_large: true" in lines[0]
+    assert "shorten simulation.duration" in lines[0]
+    assert "allow_large" not in lines[0]  # more than the whole RAM: allow_large would not help
     assert not (tmp_path / "runs").exists()
     assert elapsed < 60  # generous: refused from arithmetic, nothing simulated
 
@@ -281,6 +283,16 @@ def test_the_budget_formula_and_its_limits():
     with pytest.raises(ConfigError, match=r"limit 1 GB, this machine's RAM\)") as info:
         huge.check(allow_large=True, memory_limit=1e9)
     assert "allow_large" not in str(info.value)
+
+
+def test_allow_large_is_suggested_only_when_the_run_fits_in_the_whole_ram(monkeypatch):
+    monkeypatch.setattr(budget_module, "memory_limit_bytes", lambda: 1e9)
+    cost = simulation_cost(5, 10.0, 1e-3, 200.0)
+    run = estimate_run(cost, cost, n_base=9)
+    for memory, suggested in ((1.5e9, True), (2.5e9, False)):
+        with pytest.raises(ConfigError, match="of memory") as info:
+            dataclasses.replace(run, memory_bytes=memory).check()
+        assert ("simulation.allow_large: true" in str(info.value)) is suggested
 
 
 def test_allow_large_lets_a_long_run_through_the_checks(monkeypatch):

@@ -352,6 +352,29 @@ def test_a_scenario_on_a_sidecarless_urdf_runs_with_the_default_excitation(tmp_p
     assert not np.allclose(ident.q[: len(val.q)], val.q)
 
 
+@pytest.mark.parametrize("name", ["planar3r", "hyper9"])
+def test_a_default_excitation_without_a_seed_is_validated_on_another_trajectory(name):
+    """planar3r's and hyper9's defaults have no seed to move: the run asked for validation.excitation."""
+    from robotid_sim.scenario import prepare_run
+    from robotid_sim.scenario.schema import parse_scenario
+
+    plan = prepare_run(parse_scenario({"name": "d", "robot": name, "excitation": "default", "estimators": ["ols"]}))
+    t = np.linspace(0.0, 5.0, 501)
+    q_ident, q_val = plan.excitation.evaluate(t)[0], plan.validation_excitation.evaluate(t)[0]
+    assert np.abs(q_ident - q_val).max() > 0.1
+    plan.validation_excitation.check_limits(plan.robot)
+
+
+def test_an_explicit_excitation_without_a_seed_needs_a_validation_excitation():
+    from robotid_sim.scenario import prepare_run
+    from robotid_sim.scenario.schema import parse_scenario
+
+    sine = {"type": "sequential_sine", "amplitudes": [0.5, 0.5, 0.5], "frequencies": "auto"}
+    scenario = parse_scenario({"name": "s", "robot": "planar3r", "excitation": sine, "estimators": ["ols"]})
+    with pytest.raises(rid.ConfigError, match=r"add a 'seed' to the excitation or give validation: \{excitation"):
+        prepare_run(scenario)
+
+
 def test_robots_with_their_own_default_excitation_have_no_note(robots):
     assert generic_excitation_note(robots["planar3r"]) is None
 

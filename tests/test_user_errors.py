@@ -189,6 +189,12 @@ CLI_CASES = [
         r"estimator 'irls': option 'threshold'",
     ),
     (
+        "irls_zero_iterations",  # returned OLS labelled irls
+        ["identify", "--robot", "three_axis", "--estimator", "irls", "--data", "three_axis.npz"]
+        + ["--options", '{"max_iterations": 0}'],
+        r"option 'max_iterations': Input should be greater than or equal to 1",
+    ),
+    (
         "unknown_estimator",
         ["identify", "--robot", "three_axis", "--data", "three_axis.npz", "--estimator", "magic"],
         r"unknown estimator 'magic'",

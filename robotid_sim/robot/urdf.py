@@ -238,7 +238,8 @@ def _parse(source: str | Path, check_bodies: bool = True) -> _Parsed:
             if moving_children[body] > 1:
                 raise ModelError(
                     f"URDF is not a serial chain: link '{link_name}' has more than one moving "
-                    f"child joint (second one: '{j.get('name')}')"
+                    f"child joint (second one: '{j.get('name')}'); robotid_sim identifies serial arms: make the "
+                    "extra branch's joints fixed (e.g. a gripper's fingers) or remove that branch"
                 )
             chain.append(_make_joint(j, R_new, p_new, child))
             moving.append(j)

@@ -163,7 +163,8 @@ class RunBudget:
         if not problems:
             return
         hint = "shorten simulation.duration or validation.duration, lower simulation.rate_hz or raise simulation.dt"
-        if not allow_large:
+        fits_in_ram = self.memory_bytes <= memory_limit_bytes() * 2
+        if not allow_large and fits_in_ram:
             hint += ", or set simulation.allow_large: true to run it anyway"
         raise ConfigError(f"this run would need {' and '.join(problems)}: {self.describe()}; {hint}")
 

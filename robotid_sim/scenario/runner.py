@@ -258,21 +258,30 @@ def _sigterm_raises_system_exit() -> Iterator[None]:
 
 
 def _validation_excitation(scenario: Scenario, robot):
+    """The validation trajectory: ``validation.excitation``, else the identification one with its seeds moved.
+
+    ``excitation: default`` whose default has no seed to move (a fixed, e.g. optimised, trajectory; or a
+    robot without a default) is validated on the generic random Fourier excitation
+    (:data:`~robotid_sim.sim.simulate.GENERIC_EXCITATION`, another seed) inside the robot's limits.
+    """
     cfg = scenario.validation.excitation
     if cfg is not None:
         return resolve_excitation(robot, cfg)
     ident = scenario.excitation
-    if ident == "default":
+    is_default = ident == "default"
+    if is_default:
         ident = robot.sidecar.default_excitation if robot.sidecar is not None else None
-        if ident is None:  # the generic default, with another seed
-            return excitation_from_config(_reseed(dict(GENERIC_EXCITATION)), generic_excitation_limits(robot))
     reseeded = _reseed(ident) if isinstance(ident, dict) else None
-    if reseeded is None or reseeded == ident:
-        raise ConfigError(
-            "validation.excitation is required when the identification excitation has no 'seed' "
-            "(the validation trajectory must differ from the identification one)"
-        )
-    return resolve_excitation(robot, reseeded)
+    if reseeded is not None and reseeded != ident:
+        return resolve_excitation(robot, reseeded)
+    if is_default:
+        log.info("validation: the default excitation of '%s' has no seed; using a generic Fourier series", robot.name)
+        return excitation_from_config(_reseed(dict(GENERIC_EXCITATION)), generic_excitation_limits(robot))
+    raise ConfigError(
+        "validation.excitation is required when the identification excitation has no 'seed' "
+        "(the validation trajectory must differ from the identification one); add a 'seed' to the excitation "
+        "or give validation: {excitation: {...}}"
+    )
 
 
 def _reseed(config, offset: int = 1000):
