@@ -25,3 +25,24 @@ class PluginError(RobotIdError, LookupError):
 
 class IdentificationError(RobotIdError, RuntimeError):
     """An estimator cannot produce a trustworthy result (e.g. rank-deficient excitation)."""
+
+
+def format_validation_error(exc, where: str) -> str:
+    """A pydantic ``ValidationError`` as one line: each missing, unknown or invalid field by its dotted path.
+
+    Args:
+        exc: the pydantic ``ValidationError``.
+        where: what was being validated (``"scenario x.yaml"``, ``"sidecar arm.yaml"``), put first.
+    """
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "<root>"
+        if err["type"] == "missing":
+            parts.append(f"missing field '{loc}'")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"unknown field '{loc}'")
+        elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
+            parts.append(f"field '{loc}': {err['ctx']['error']}")  # our own message, without "Value error, "
+        else:
+            parts.append(f"field '{loc}': {err['msg']}")
+    return f"{where}: " + "; ".join(parts)

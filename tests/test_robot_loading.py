@@ -84,10 +84,10 @@ def test_sidecar_next_to_urdf_is_used(tmp_path):
     ]
 
 
-def test_sidecar_missing_field_is_named(tmp_path):
-    bad = {k: v for k, v in GOOD_SIDECAR.items() if k != "gear_ratio"}
-    with pytest.raises(rid.ConfigError, match="missing field 'gear_ratio'"):
-        rid.load_robot(_write_robot(tmp_path, bad))
+def test_sidecar_without_gear_ratio_gives_ones(tmp_path):
+    """Every sidecar field is optional since issue 9 (a light sidecar for a foreign URDF)."""
+    light = {k: v for k, v in GOOD_SIDECAR.items() if k != "gear_ratio"}
+    assert np.array_equal(rid.load_robot(_write_robot(tmp_path, light)).gear_ratio, np.ones(1))
 
 
 def test_sidecar_unknown_field_is_named(tmp_path):

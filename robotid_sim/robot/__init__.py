@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from robotid_sim.errors import ModelError
 from robotid_sim.robot.dh import DHRow, DHTable, dh_to_urdf, write_dh_urdf
 from robotid_sim.robot.model import Robot, robot_from_urdf
+from robotid_sim.robot.sidecar import Sidecar, load_found_sidecar
 
 __all__ = [
     "DHRow",
@@ -32,11 +34,30 @@ def bundled_robots() -> dict[str, Path]:
     return robots()
 
 
-def load_robot(name_or_path: str | Path, sidecar: str | Path | None = None) -> Robot:
+def load_robot(
+    name_or_path: str | Path,
+    sidecar: str | Path | Sidecar | None = None,
+    lock_joints: Mapping[str, float] | None = None,
+) -> Robot:
     """Load a registered robot by name (bundled or from a plugin), or any fixed-base serial URDF by path.
 
-    For a path, the sidecar is ``sidecar`` if given, else ``<urdf stem>.yaml`` or
-    ``robot.yaml`` next to the URDF if present, else none (no friction, no rotor inertia).
+    Args:
+        name_or_path: a registered robot's name, or a path to a ``.urdf`` file.
+        sidecar: the YAML sidecar (path or :class:`~robotid_sim.robot.sidecar.Sidecar`) to use
+            instead of the robot's own; every field is optional (see
+            :mod:`robotid_sim.robot.sidecar`), and a malformed one raises. Without it a
+            registered robot uses its ``robot.yaml``, and a URDF path uses ``<urdf stem>.yaml``
+            or ``robot.yaml`` beside the file if present, else none (no friction but the URDF's
+            ``<dynamics>`` tags, no rotor inertia). A file found beside the URDF that is plainly
+            not a sidecar (a scenario, say) is ignored with a warning
+            (:func:`~robotid_sim.robot.sidecar.load_found_sidecar`).
+        lock_joints: ``{joint name: position}`` (rad, or m for prismatic joints): those joints
+            become fixed at that position, e.g. a gripper's fingers, so a tree whose extra
+            branches are locked loads as a serial chain (see :func:`robot_from_urdf`).
+
+    Raises:
+        ModelError: unknown robot name, URDF not found or not loadable, a bad lock.
+        ConfigError: a malformed sidecar.
     """
     text = str(name_or_path)
     path = Path(text)
@@ -47,12 +68,14 @@ def load_robot(name_or_path: str | Path, sidecar: str | Path | None = None) -> R
                 f"unknown robot '{text}': give a bundled name ({', '.join(sorted(robots))}) or a path to a .urdf file"
             )
         d = robots[text]
-        return robot_from_urdf(d / "robot.urdf", d / "robot.yaml")
+        if sidecar is None and (d / "robot.yaml").is_file():
+            sidecar = d / "robot.yaml"
+        return robot_from_urdf(d / "robot.urdf", sidecar, lock_joints)
     if not path.is_file():
         raise ModelError(f"URDF file not found: {path}")
     if sidecar is None:
-        for candidate in (path.with_suffix(".yaml"), path.parent / "robot.yaml"):
-            if candidate.is_file():
-                sidecar = candidate
+        for candidate in dict.fromkeys((path.with_suffix(".yaml"), path.parent / "robot.yaml")):
+            if candidate.is_file() and load_found_sidecar(candidate, path) is not None:
+                sidecar = candidate  # a path, so that errors about its values name the file
                 break
-    return robot_from_urdf(path, sidecar)
+    return robot_from_urdf(path, sidecar, lock_joints)

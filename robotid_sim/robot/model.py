@@ -6,11 +6,15 @@ joint torques/forces, all arrays (N, n) for N samples of an n-joint arm.
 Parameter vector theta, per joint j (1-based in names), in this order:
 ``XXj XYj XZj YYj YZj ZZj MXj MYj MZj Mj`` (standard inertial parameters of link j about its
 frame origin, SPEC §4), then ``Iaj`` if the sidecar gives rotor inertia, then the linear
-friction parameters of the sidecar's model (e.g. ``fcj fvj Sj``), as in seed 001 Eq. 8.
+friction parameters of the friction model (the sidecar's, or one made from the URDF's
+``<dynamics>`` tags; e.g. ``fcj fvj Sj``), as in seed 001 Eq. 8. Joints are the moving joints
+that are not locked (``lock_joints``): a locked joint is a fixed joint of the model.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -19,14 +23,16 @@ import numpy as np
 
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
-from robotid_sim.dynamics.friction import FrictionModel, NoFriction, friction_from_dict
+from robotid_sim.dynamics.friction import CoulombViscous, FrictionModel, NoFriction, friction_from_dict
 from robotid_sim.dynamics.newton_euler import inertial_regressor
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, ModelError
 from robotid_sim.robot.chain import INERTIAL_NAMES, Joint, JointChain
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
-from robotid_sim.robot.structure import RobotStructure
-from robotid_sim.robot.urdf import parse_urdf
+from robotid_sim.robot.structure import RobotStructure, locked_suffix
+from robotid_sim.robot.urdf import UrdfRobot, read_urdf
+
+log = logging.getLogger(__name__)
 
 #: velocity and acceleration bounds used for random states when a robot has no sidecar limits
 DEFAULT_VELOCITY_LIMIT = 2.0
@@ -37,13 +43,20 @@ DEFAULT_ACCELERATION_LIMIT = 5.0
 DEFAULT_REVOLUTE_RANGE = float(np.pi)
 DEFAULT_PRISMATIC_RANGE = 0.2
 
+#: :attr:`Robot.friction_source` of each origin of the friction model
+FRICTION_FROM_SIDECAR = "sidecar"
+FRICTION_FROM_URDF = "URDF <dynamics> tags (friction → Coulomb fc, damping → viscous fv)"
+FRICTION_NONE = "none"
 
-def _per_joint(value, n: int, what: str) -> np.ndarray:
+
+def _per_joint(value, n: int, what: str, locks: str = "", where: str = "") -> np.ndarray:
     arr = np.asarray(value, dtype=float)
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     if arr.shape != (n,):
-        raise ConfigError(f"sidecar field '{what}' must have {n} values (one per joint), got {arr.shape}")
+        raise ConfigError(f"sidecar field '{what}' must have {n} values (one per joint{locks}), got {arr.shape}{where}")
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f"sidecar field '{what}' contains NaN or inf: {arr.tolist()}{where}")
     return arr
 
 
@@ -52,6 +65,13 @@ class Robot(JointChain):
     """A robot model with its exact, known parameters.
 
     Build one with :func:`load_robot`. Every dynamics method is batched over samples.
+
+    Attributes beyond the dynamics: ``urdf_path`` and ``sidecar`` (the parsed
+    :class:`~robotid_sim.robot.sidecar.Sidecar` or None) it was loaded from; ``locked_joints``,
+    the URDF joints made fixed, ``{name: position}`` in URDF order (they are part of
+    :meth:`structure` and of ``name``); ``friction_source``, where the friction model comes from
+    (:data:`FRICTION_FROM_SIDECAR`, :data:`FRICTION_FROM_URDF`, :data:`FRICTION_NONE`, or
+    ``"given"`` for a robot built in Python).
     """
 
     name: str
@@ -64,7 +84,14 @@ class Robot(JointChain):
     acceleration_limit: np.ndarray
     urdf_path: Path | None = None
     sidecar: Sidecar | None = None
+    locked_joints: dict[str, float] = field(default_factory=dict)
+    friction_source: str | None = None
     _structure: RobotStructure | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        self.locked_joints = {str(k): float(v) for k, v in self.locked_joints.items()}
+        if self.friction_source is None:
+            self.friction_source = FRICTION_NONE if self.friction.kind == "none" else "given"
 
     # ----------------------------------------------------------------- description
     @property
@@ -242,46 +269,134 @@ class Robot(JointChain):
             acceleration_limit=self.acceleration_limit,
             urdf_path=self.urdf_path,
             sidecar=self.sidecar,
+            locked_joints=dict(self.locked_joints),
+            friction_source=self.friction_source,
         )
 
 
-def robot_from_urdf(urdf: str | Path, sidecar: str | Path | Sidecar | None = None) -> Robot:
-    """Build a :class:`Robot` from a URDF path and an optional sidecar (path or object).
+def _urdf_friction(urdf: UrdfRobot, used: bool = True) -> FrictionModel | None:
+    """Coulomb + viscous friction from the ``<dynamics friction damping>`` tags, or None if all are zero.
 
-    Without a sidecar the robot has no friction, no rotor inertia, gravity -9.81 along z and
-    velocity/acceleration limits from the URDF (or :data:`DEFAULT_VELOCITY_LIMIT`,
-    :data:`DEFAULT_ACCELERATION_LIMIT`).
+    A negative tag raises :class:`ModelError` when the model is ``used`` (not replaced by a sidecar's).
+    """
+    if not urdf.has_dynamics or not (np.any(urdf.friction) or np.any(urdf.damping)):
+        return None
+    for attr in ("damping", "friction") if used else ():
+        values = getattr(urdf, attr)
+        if np.any(values < 0):
+            j = int(np.argmax(values < 0))
+            raise ModelError(
+                f"URDF robot '{urdf.name}': the <dynamics {attr}> of joint '{urdf.joints[j].name}' is negative "
+                f"({values[j]:g}); a friction or damping coefficient is >= 0 (fix it, or give the friction in a "
+                "sidecar, which replaces the tags)"
+            )
+    n = len(urdf.joints)
+    return CoulombViscous(fc=urdf.friction.copy(), fv=urdf.damping.copy(), offset=np.zeros(n))
+
+
+def _same_friction(a: FrictionModel, b: FrictionModel) -> bool:
+    da, db = a.to_dict(), b.to_dict()
+    return da.keys() == db.keys() and all(np.array_equal(np.asarray(da[k]), np.asarray(db[k])) for k in da)
+
+
+def _locks_note(locked: Mapping[str, float]) -> str:
+    """How per-joint lists count joints when some are locked (in a length error)."""
+    if not locked:
+        return ""
+    return f" that is not locked; the locked joint(s) {', '.join(locked)} are not counted"
+
+
+def robot_from_urdf(
+    urdf: str | Path,
+    sidecar: str | Path | Sidecar | None = None,
+    lock_joints: Mapping[str, float] | None = None,
+) -> Robot:
+    """Build a :class:`Robot` from a URDF (path or text), an optional sidecar (path or object) and joint locks.
+
+    Args:
+        urdf: the URDF file, or its text (such a robot cannot be simulated: PyBullet needs a file).
+        sidecar: a sidecar file or :class:`~robotid_sim.robot.sidecar.Sidecar`; every field is
+            optional (see :mod:`robotid_sim.robot.sidecar`). Per-joint lists have one value per
+            moving, unlocked joint.
+        lock_joints: ``{joint name: position}`` (rad, or m for a prismatic joint): each named
+            joint becomes a fixed joint at that position, its child links merged into the parent
+            body at that pose (see :mod:`robotid_sim.robot.urdf`). The locks are kept in
+            :attr:`Robot.locked_joints`, in the robot's :meth:`~Robot.structure` and in its name
+            (``"<urdf name> (locked j=0.02, ...)"``), and the simulator simulates exactly the
+            locked model.
+
+    What is not in the sidecar: gravity -9.81 along z; no rotor inertia; gear ratio 1; velocity
+    limits from the URDF ``<limit velocity>`` (or :data:`DEFAULT_VELOCITY_LIMIT`) and
+    acceleration limits :data:`DEFAULT_ACCELERATION_LIMIT`; friction from the URDF's
+    ``<dynamics friction damping>`` tags of the moving joints as a ``coulomb_viscous`` model
+    (``friction`` → Coulomb ``fc``, ``damping`` → viscous ``fv``, offset 0, 0 for a joint without
+    tags; identified like any friction; a negative tag raises ModelError), or no friction where
+    there are no tags or all are 0. A sidecar ``friction`` replaces the tags (a warning is logged
+    when they differ).
+    :attr:`Robot.friction_source` says which.
 
     Raises:
         ModelError: the URDF cannot be read or describes no robot the simulator can be exact for
-            (see :mod:`robotid_sim.robot.urdf`: the message names the link or joint and the fix).
+            (see :mod:`robotid_sim.robot.urdf`: the message names the link or joint and the fix),
+            or a lock names no moving joint (the message lists them), is not finite or is
+            outside the joint's limits.
+        ConfigError: the sidecar is malformed, or a per-joint list has the wrong length.
     """
-    name, joints, _ = parse_urdf(urdf)
+    parsed = read_urdf(urdf, lock_joints)
+    joints, locked = parsed.joints, parsed.locked_joints
     n = len(joints)
     sc = load_sidecar(sidecar) if isinstance(sidecar, str | Path) else sidecar
-    if sc is None:
-        vel = np.array([j.velocity_limit for j in joints])
-        vel = np.where(np.isfinite(vel), vel, DEFAULT_VELOCITY_LIMIT)
-        return Robot(
-            name=name,
-            joints=joints,
-            gravity=np.array([0.0, 0.0, -9.81]),
-            friction=NoFriction(n),
-            rotor_inertia=None,
-            gear_ratio=np.ones(n),
-            velocity_limit=vel,
-            acceleration_limit=np.full(n, DEFAULT_ACCELERATION_LIMIT),
-            urdf_path=Path(urdf) if not str(urdf).lstrip().startswith("<") else None,
-        )
+    urdf_path = Path(urdf) if not str(urdf).lstrip().startswith("<") else None
+    locks = _locks_note(locked)
+    where = f" (sidecar {sidecar})" if isinstance(sidecar, str | Path) else ""
+
+    from_sidecar = sc is not None and sc.friction is not None
+    tag_friction = _urdf_friction(parsed, used=not from_sidecar)
+    if from_sidecar:
+        try:
+            friction = friction_from_dict(sc.friction, n)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace("(one per joint)", f"(one per joint{locks})") + where) from None
+        source = FRICTION_FROM_SIDECAR
+        if tag_friction is not None and not _same_friction(friction, tag_friction):
+            log.warning(
+                "robot '%s': the sidecar's friction (%s) replaces the URDF's <dynamics> tags "
+                "(friction %s, damping %s), which differ from it",
+                parsed.name,
+                friction.kind,
+                parsed.friction.tolist(),
+                parsed.damping.tolist(),
+            )
+    elif tag_friction is not None:
+        friction, source = tag_friction, FRICTION_FROM_URDF
+    else:
+        friction, source = NoFriction(n), FRICTION_NONE
+
+    vel = np.array([j.velocity_limit for j in joints])
+    vel = np.where(np.isfinite(vel), vel, DEFAULT_VELOCITY_LIMIT)
+    acc = np.full(n, DEFAULT_ACCELERATION_LIMIT)
+    rotor, gear = None, np.ones(n)
+    if sc is not None:
+        if sc.rotor_inertia is not None:
+            rotor = _per_joint(sc.rotor_inertia, n, "rotor_inertia", locks, where)
+        gear = _per_joint(sc.gear_ratio, n, "gear_ratio", locks, where)
+        if sc.limits is not None and sc.limits.velocity is not None:
+            vel = _per_joint(sc.limits.velocity, n, "limits.velocity", locks, where)
+        if sc.limits is not None and sc.limits.acceleration is not None:
+            acc = _per_joint(sc.limits.acceleration, n, "limits.acceleration", locks, where)
+        if sc.torque_measurement.torque_constant is not None:
+            _per_joint(sc.torque_measurement.torque_constant, n, "torque_measurement.torque_constant", locks, where)
     return Robot(
-        name=name,
+        name=parsed.name + locked_suffix(locked),
         joints=joints,
-        gravity=np.asarray(sc.gravity, float),
-        friction=friction_from_dict(sc.friction, n),
-        rotor_inertia=None if sc.rotor_inertia is None else _per_joint(sc.rotor_inertia, n, "rotor_inertia"),
-        gear_ratio=_per_joint(sc.gear_ratio, n, "gear_ratio"),
-        velocity_limit=_per_joint(sc.limits.velocity, n, "limits.velocity"),
-        acceleration_limit=_per_joint(sc.limits.acceleration, n, "limits.acceleration"),
-        urdf_path=Path(urdf) if not str(urdf).lstrip().startswith("<") else None,
+        gravity=np.array([0.0, 0.0, -9.81]) if sc is None else np.asarray(sc.gravity, float),
+        friction=friction,
+        rotor_inertia=rotor,
+        gear_ratio=gear,
+        velocity_limit=vel,
+        acceleration_limit=acc,
+        urdf_path=urdf_path,
         sidecar=sc,
+        locked_joints=locked,
+        friction_source=source,
     )

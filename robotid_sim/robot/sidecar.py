@@ -1,27 +1,49 @@
 """The YAML sidecar: what a URDF cannot hold (SPEC §3).
 
-Validated with pydantic: a missing or unknown field raises :class:`ConfigError` naming it.
+Validated with pydantic: an unknown field (or a malformed value) raises :class:`ConfigError`
+naming it. Every field is optional, so a sidecar for a foreign URDF holds only what
+identification needs (say, just ``friction``). What a field left out means:
+
+- ``citation``: none;
+- ``friction``: the URDF's ``<dynamics damping friction>`` tags as a Coulomb + viscous model,
+  or no friction without tags (see :func:`~robotid_sim.robot.robot_from_urdf`);
+- ``rotor_inertia``: none (no ``Ia`` parameters);
+- ``gear_ratio``: 1;
+- ``limits`` (or one of its ``velocity``, ``acceleration``): velocity limits from the URDF
+  ``<limit velocity>`` or :data:`~robotid_sim.robot.model.DEFAULT_VELOCITY_LIMIT`, acceleration
+  limits :data:`~robotid_sim.robot.model.DEFAULT_ACCELERATION_LIMIT`;
+- ``gravity``: ``[0, 0, -9.81]``; ``torque_measurement``: direct; ``default_excitation``: the
+  generic one.
+
+Per-joint lists have one value per moving joint (locked joints are not counted); one number
+stands for all joints.
+
+A sidecar found beside a URDF rather than given (:func:`load_found_sidecar`) is ignored, with a
+warning, when it is clearly another kind of YAML file (a scenario).
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from robotid_sim.errors import ConfigError
+from robotid_sim.errors import ConfigError, format_validation_error
+
+log = logging.getLogger(__name__)
 
 PerJoint = float | list[float]
 
 
 class Limits(BaseModel):
-    """Joint limits beyond the URDF's: per joint (or one value for all), SI units."""
+    """Joint limits beyond the URDF's: per joint (or one value for all), SI units; either may be left out."""
 
     model_config = ConfigDict(extra="forbid")
-    velocity: PerJoint
-    acceleration: PerJoint
+    velocity: PerJoint | None = Field(default=None, description="|qd| limit; default: the URDF's or 2")
+    acceleration: PerJoint | None = Field(default=None, description="|qdd| limit; default: 5")
 
 
 class TorqueMeasurement(BaseModel):
@@ -41,45 +63,88 @@ class TorqueMeasurement(BaseModel):
 
 
 class Sidecar(BaseModel):
-    """Robot sidecar file ``<robot>.yaml`` next to the URDF."""
+    """Robot sidecar file ``<robot>.yaml`` next to the URDF; every field optional (module docstring)."""
 
     model_config = ConfigDict(extra="forbid")
-    citation: str = Field(description="where the robot comes from (seed and table)")
+    citation: str | None = Field(default=None, description="where the robot comes from (seed and table)")
     gravity: list[float] = Field(default=[0.0, 0.0, -9.81], min_length=3, max_length=3)
-    friction: dict[str, Any] = Field(description="friction model, see robotid_sim.dynamics.friction")
-    rotor_inertia: PerJoint | None = Field(description="Ia per joint (kg·m², link side), or null")
-    gear_ratio: PerJoint
-    limits: Limits
+    friction: dict[str, Any] | None = Field(
+        default=None,
+        description="friction model, see robotid_sim.dynamics.friction; default: the URDF's <dynamics> tags or none",
+    )
+    rotor_inertia: PerJoint | None = Field(default=None, description="Ia per joint (kg·m², link side), or null")
+    gear_ratio: PerJoint = Field(default=1.0, description="per joint; default 1")
+    limits: Limits | None = Field(default=None, description="velocity/acceleration limits; default: URDF or 2 and 5")
     torque_measurement: TorqueMeasurement = TorqueMeasurement()
     default_excitation: dict[str, Any] | None = None
     dh: dict[str, Any] | None = Field(default=None, description="the DH table the URDF was made from")
     notes: str | None = None
 
 
-def _format_validation_error(exc: ValidationError, where: str) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "<root>"
-        kind = err["type"]
-        if kind == "missing":
-            parts.append(f"missing field '{loc}'")
-        elif kind == "extra_forbidden":
-            parts.append(f"unknown field '{loc}'")
-        else:
-            parts.append(f"field '{loc}': {err['msg']}")
-    return f"{where}: " + "; ".join(parts)
+def _read_yaml(path: Path, where: str):
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where} is not valid YAML: {exc}") from None
 
 
 def load_sidecar(path: str | Path) -> Sidecar:
-    """Read and validate a sidecar YAML file."""
+    """Read and validate a sidecar YAML file.
+
+    Raises:
+        ConfigError: the file is missing, is not YAML or not a mapping, or a field is unknown or
+            malformed (named).
+    """
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"sidecar {path} is not valid YAML: {exc}") from exc
+    data = _read_yaml(path, f"sidecar {path}")
     if not isinstance(data, dict):
         raise ConfigError(f"sidecar {path} must be a mapping of fields, got {type(data).__name__}")
     return parse_sidecar(data, where=f"sidecar {path}")
+
+
+#: top-level keys that only a scenario has: a file with one of them is never a sidecar
+_SCENARIO_KEYS = frozenset({"robot", "estimators"})
+
+
+def load_found_sidecar(path: str | Path, urdf: str | Path) -> Sidecar | None:
+    """The sidecar ``path`` found beside ``urdf`` (not given explicitly), or None if it is not one.
+
+    The file is ignored, with a warning naming it, when it is not a mapping (empty, a list) or
+    when it has unknown fields and is plainly another kind of file: it has a scenario's
+    ``robot:`` or ``estimators:`` key, or fewer sidecar fields than unknown ones. A file that
+    is mostly sidecar fields is a sidecar: a typo, a malformed value or invalid YAML raise
+    :class:`ConfigError` as for an explicit sidecar (saying where it was found).
+    """
+    path = Path(path)
+    where = f"sidecar {path} (found beside {urdf})"
+    data = _read_yaml(path, where)
+    hint = "pass the sidecar explicitly (sidecar=, --sidecar or the scenario's 'sidecar:') to use one"
+    if not isinstance(data, dict):
+        what = (
+            "it is empty"
+            if data is None
+            else f"it is not a robot sidecar (not a mapping of fields but {type(data).__name__})"
+        )
+        log.warning("ignoring %s found beside %s: %s; %s", path, urdf, what, hint)
+        return None
+    known = set(Sidecar.model_fields)
+    unknown = [str(k) for k in data if k not in known]
+    if unknown and (_SCENARIO_KEYS & set(data) or len(unknown) > len(data) - len(unknown)):
+        kind = "a scenario" if _SCENARIO_KEYS & set(data) else "not a robot sidecar"
+        log.warning(
+            "ignoring %s found beside %s: it is %s (unknown sidecar field(s) %s); %s",
+            path,
+            urdf,
+            kind,
+            ", ".join(repr(k) for k in unknown[:6]) + (" ..." if len(unknown) > 6 else ""),
+            hint,
+        )
+        return None
+    return parse_sidecar(data, where=where)
 
 
 def parse_sidecar(data: dict, where: str = "sidecar") -> Sidecar:
@@ -87,4 +152,4 @@ def parse_sidecar(data: dict, where: str = "sidecar") -> Sidecar:
     try:
         return Sidecar.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_validation_error(exc, where)) from None
+        raise ConfigError(format_validation_error(exc, where)) from None

@@ -11,7 +11,11 @@ to predict torque. It holds no inertial value and no friction coefficient: the r
 It is plain data: :meth:`RobotStructure.to_dict` is a canonical JSON-able description that
 identified models embed in their saved files, :attr:`RobotStructure.sha256` fingerprints it, and
 :meth:`RobotStructure.differences` names what differs between two structures (how a saved
-model refuses a robot that changed).
+model refuses a robot that changed). The joints a robot was loaded with locked
+(``lock_joints``) are part of it: ``to_dict`` writes them under ``locked_joints`` only when
+there are some, so a structure without locks (and every file saved before locks existed) keeps
+its layout and fingerprint, and a model identified on a locked robot refuses a robot with other
+locks or none.
 """
 
 from __future__ import annotations
@@ -40,6 +44,23 @@ def _float_or_inf(x, sign: float) -> float:
     return sign * np.inf if x is None else float(x)
 
 
+def locked_suffix(locked: dict[str, float]) -> str:
+    """What a robot's name gets for its locked joints: ``" (locked j1=0.02, j2=0.02)"``, or ``""``."""
+    if not locked:
+        return ""
+    return " (locked " + ", ".join(f"{name}={float(v)!r}" for name, v in locked.items()) + ")"
+
+
+def _locks_from(data) -> dict[str, float]:
+    if not isinstance(data, dict):
+        raise ModelError(f"'locked_joints' must map joint names to positions, got {type(data).__name__}")
+    locks = {str(k): float(v) for k, v in data.items()}
+    bad = [k for k, v in locks.items() if not np.isfinite(v)]
+    if bad:
+        raise ModelError(f"'locked_joints': the positions of {bad} are not finite")
+    return locks
+
+
 def _friction_law(friction: FrictionModel) -> dict:
     """The friction model's dict without its linear coefficients (they are identified)."""
     linear = {"fc", "fv", "fs", "offset"}
@@ -61,6 +82,8 @@ class RobotStructure(JointChain):
             non-linearly (``alpha``, ``vs``), as in a sidecar, without linear coefficients.
         rotor_inertia: whether each joint has a rotor-inertia parameter ``Ia``.
         gear_ratio, velocity_limit, acceleration_limit: (n,) as in the sidecar.
+        locked_joints: the URDF joints the robot was loaded with fixed, ``{name: position}``
+            (empty for none); they are not in ``joints``, their pose is in the origins.
     """
 
     name: str
@@ -71,6 +94,7 @@ class RobotStructure(JointChain):
     gear_ratio: np.ndarray
     velocity_limit: np.ndarray
     acceleration_limit: np.ndarray
+    locked_joints: dict = field(default_factory=dict)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -86,6 +110,7 @@ class RobotStructure(JointChain):
             gear_ratio=np.array(robot.gear_ratio, float),
             velocity_limit=np.array(robot.velocity_limit, float),
             acceleration_limit=np.array(robot.acceleration_limit, float),
+            locked_joints=dict(getattr(robot, "locked_joints", {})),
         )
 
     # ----------------------------------------------------------------- description
@@ -121,6 +146,7 @@ class RobotStructure(JointChain):
             gear_ratio=self.gear_ratio,
             velocity_limit=self.velocity_limit,
             acceleration_limit=self.acceleration_limit,
+            locked_joints=dict(self.locked_joints),
         )
 
     # ----------------------------------------------------------------- dynamics
@@ -157,10 +183,15 @@ class RobotStructure(JointChain):
 
     # ----------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
-        """Canonical plain data: every float exact (JSON writes the shortest round-trip repr)."""
+        """Canonical plain data: every float exact (JSON writes the shortest round-trip repr).
+
+        ``locked_joints`` is written only for a robot with locked joints (older files have none).
+        """
+        locks = {"locked_joints": {k: float(v) for k, v in self.locked_joints.items()}} if self.locked_joints else {}
         return {
             "version": STRUCTURE_VERSION,
             "name": self.name,
+            **locks,
             "joints": [
                 {
                     "name": j.name,
@@ -221,6 +252,7 @@ class RobotStructure(JointChain):
                 gear_ratio=np.array(data["gear_ratio"], float),
                 velocity_limit=np.array(data["velocity_limit"], float),
                 acceleration_limit=np.array(data["acceleration_limit"], float),
+                locked_joints=_locks_from(data.get("locked_joints", {})),
             )
             structure._robot  # noqa: B018 - validates the friction law and the per-joint arrays now
         except (KeyError, TypeError, ValueError) as exc:

@@ -4,6 +4,14 @@ Supported joints: revolute, continuous, prismatic (moving) and fixed (its child 
 into the parent body, and its transform into the next moving joint's origin). Any other type
 (floating, planar, spherical, ...) raises :class:`ModelError` naming the joint.
 
+**Locked joints.** ``lock_joints={"name": position}`` (rad for revolute and continuous joints,
+m for prismatic ones) makes each named moving joint a fixed joint at that position: its child
+link is merged into the parent body at the locked pose, like any fixed link, and it does not
+count as a moving child, so a tree whose extra branches (a gripper's fingers) are locked is a
+serial chain. An unknown name (the message lists the moving joints), a fixed joint, a position
+that is not a finite number or is outside the joint's ``<limit lower upper>`` raise
+:class:`ModelError`.
+
 How the file is read, where URDF or PyBullet leave a choice:
 
 - a link without ``<inertial>`` (a ROS ``tool0`` or ``flange`` frame) has no mass; an
@@ -11,9 +19,12 @@ How the file is read, where URDF or PyBullet leave a choice:
 - a prismatic joint with ``lower > upper``, or ``lower == upper == 0`` (also when both are
   left out), has no position limit (PyBullet's "no limit" convention), like a continuous joint;
   a revolute joint needs ``lower < upper`` (use ``continuous`` for an unlimited one);
-- ``<visual>``, ``<collision>``, ``<dynamics>`` (URDF damping and friction: the sidecar's
-  friction model is the only friction), ``<transmission>`` and ``<gazebo>`` are not part of the
-  model; mesh files are never needed.
+- ``<dynamics damping friction>`` of the moving joints is read (:attr:`UrdfRobot.damping`,
+  :attr:`UrdfRobot.friction`; absent = 0): the robot makes a Coulomb + viscous friction model
+  of it when no sidecar gives one (:func:`~robotid_sim.robot.robot_from_urdf`); the simulator
+  never lets Bullet apply it;
+- ``<visual>``, ``<collision>``, ``<transmission>``, ``<mimic>`` and ``<gazebo>`` are not part
+  of the model; mesh files are never needed.
 
 What is refused, with a :class:`ModelError` naming the link or joint and the fix: a link or joint
 without a name or with a duplicate name; a joint without ``<parent>`` or ``<child>``, or naming
@@ -33,7 +44,7 @@ from __future__ import annotations
 import copy
 import logging
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,6 +156,8 @@ class _Parsed:
     moving: list[ET.Element]  # their <joint> elements, same order
     base_inertial: np.ndarray
     body_links: list[list[str]]  # body 0 = fixed base, body j = carried by moving joint j (1-based)
+    locked: dict[str, float]  # locked joint -> position, in URDF order
+    locked_origins: dict[str, tuple[np.ndarray, np.ndarray]]  # locked joint -> (R, p) of its child in its parent
 
     @property
     def where(self) -> str:
@@ -162,7 +175,54 @@ def _link_of(j, tag: str, where: str) -> str:
     return name
 
 
-def _parse(source: str | Path, check_bodies: bool = True) -> _Parsed:
+def _check_locks(joints: list, lock_joints, where: str) -> dict[str, float]:
+    """``lock_joints`` as {name: position} in URDF order; :class:`ModelError` for a bad name or value."""
+    if not lock_joints:
+        return {}
+    if not hasattr(lock_joints, "items"):
+        raise ModelError(f"lock_joints must be a mapping of joint name to position, got {type(lock_joints).__name__}")
+    moving = [j.get("name") for j in joints if j.get("type") in _MOVING]
+    fixed = {j.get("name") for j in joints if j.get("type") == "fixed"}
+    locks: dict[str, float] = {}
+    for name, value in lock_joints.items():
+        if name not in moving:
+            what = "is a fixed joint already" if name in fixed else "is not a joint of"
+            raise ModelError(
+                f"cannot lock joint {name!r}: it {what} {where}; the moving joints that can be locked are "
+                f"{', '.join(moving) or '(none)'}"
+            )
+        try:
+            position = float(value)
+            if isinstance(value, bool | str):
+                raise TypeError
+        except (TypeError, ValueError):
+            raise ModelError(f"lock_joints: the position of joint {name!r} must be a number, got {value!r}") from None
+        if not np.isfinite(position):
+            raise ModelError(f"lock_joints: the position of joint {name!r} must be finite, got {position}")
+        locks[name] = position
+    return {name: locks[name] for name in moving if name in locks}
+
+
+def _lock_motion(joint: Joint, position: float) -> tuple[np.ndarray, np.ndarray]:
+    """(R, p) of a joint's child frame in its joint frame at ``position`` (the joint's own motion)."""
+    if joint.kind == "prismatic":
+        return np.eye(3), joint.axis * position
+    a = joint.axis
+    K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    c, s = np.cos(position), np.sin(position)
+    return np.eye(3) * c + np.outer(a, a) * (1.0 - c) + K * s, np.zeros(3)
+
+
+def _check_lock_limits(joint: Joint, position: float) -> None:
+    if not joint.lower <= position <= joint.upper:
+        unit = "m" if joint.kind == "prismatic" else "rad"
+        raise ModelError(
+            f"lock_joints: joint '{joint.name}' cannot be locked at {position:g} {unit}: its limits are "
+            f"[{joint.lower:g}, {joint.upper:g}] {unit}"
+        )
+
+
+def _parse(source: str | Path, check_bodies: bool = True, lock_joints=None) -> _Parsed:
     root, path = _read_root(source)
     where = str(path) if path is not None else "the URDF text"
 
@@ -205,6 +265,8 @@ def _parse(source: str | Path, check_bodies: bool = True) -> _Parsed:
             raise ModelError(f"URDF joint '{jname}' connects link '{child}' to itself")
         parent_joint[child] = j
         children[parent].append(j)
+    locks = _check_locks(joints, lock_joints, where)
+    locked_origins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     roots = [name for name in links if name not in parent_joint]
     if not roots:
         raise ModelError(f"URDF {where} has no root link: its joints form a cycle (every link has a parent)")
@@ -234,12 +296,20 @@ def _parse(source: str | Path, check_bodies: bool = True) -> _Parsed:
             if j.get("type") == "fixed":
                 pending.append((child, R_new, p_new, body))
                 continue
+            if j.get("name") in locks:  # a fixed joint at the locked position
+                joint = _make_joint(j, R_new, p_new, child)
+                _check_lock_limits(joint, locks[joint.name])
+                Rm, pm = _lock_motion(joint, locks[joint.name])
+                locked_origins[joint.name] = (Rj @ Rm, pj + Rj @ pm)
+                pending.append((child, R_new @ Rm, p_new + R_new @ pm, body))
+                continue
             moving_children[body] += 1
             if moving_children[body] > 1:
                 raise ModelError(
                     f"URDF is not a serial chain: link '{link_name}' has more than one moving "
                     f"child joint (second one: '{j.get('name')}'); robotid_sim identifies serial arms: make the "
-                    "extra branch's joints fixed (e.g. a gripper's fingers) or remove that branch"
+                    "extra branch's joints fixed (e.g. a gripper's fingers), lock them at a position "
+                    "(lock_joints={'<joint>': position}) or remove that branch"
                 )
             chain.append(_make_joint(j, R_new, p_new, child))
             moving.append(j)
@@ -255,9 +325,12 @@ def _parse(source: str | Path, check_bodies: bool = True) -> _Parsed:
             "(their joints form a cycle); every link must hang from the root through one chain of joints"
         )
     if not chain:
-        raise ModelError("URDF has no moving joint (revolute, continuous or prismatic)")
+        locked = f" that is not locked ({', '.join(locks)} are)" if locks else ""
+        raise ModelError(f"URDF has no moving joint (revolute, continuous or prismatic){locked}")
     chain = [Joint(**{**jt.__dict__, "inertial": inertials[i + 1]}) for i, jt in enumerate(chain)]
-    parsed = _Parsed(root, path, root.get("name", "robot"), links, chain, moving, inertials[0], body_links)
+    parsed = _Parsed(
+        root, path, root.get("name", "robot"), links, chain, moving, inertials[0], body_links, locks, locked_origins
+    )
     if check_bodies:
         _check_bodies(parsed)
     return parsed
@@ -265,7 +338,8 @@ def _parse(source: str | Path, check_bodies: bool = True) -> _Parsed:
 
 def _body_name(parsed: _Parsed, body: int) -> str:
     names = parsed.body_links[body]
-    merged = f" (with the fixed link(s) {', '.join(repr(n) for n in names[1:])} merged into it)" if names[1:] else ""
+    others = ", ".join(repr(n) for n in names[1:])
+    merged = f" (with the fixed or locked link(s) {others} merged into it)" if others else ""
     return f"'{names[0]}'{merged}"
 
 
@@ -303,8 +377,55 @@ def _check_bodies(parsed: _Parsed) -> None:
             )
 
 
-def parse_urdf(source: str | Path) -> tuple[str, list[Joint], np.ndarray]:
-    """Parse a URDF file (path) or URDF text.
+@dataclass(frozen=True)
+class UrdfRobot:
+    """What :func:`read_urdf` reads from a URDF: the model's kinematics and inertia, and the joints' friction tags.
+
+    Attributes:
+        name: the ``<robot name>``.
+        joints: the moving (not locked) joints in chain order, each with its merged body's inertial.
+        base_inertial: (10,) standard parameters of the fixed base body with its fixed children
+            merged (unused by fixed-base dynamics, kept for reports).
+        damping, friction: (n,) ``<dynamics damping friction>`` of each moving joint (0 where absent).
+        has_dynamics: whether any moving joint carries a ``<dynamics>`` element.
+        locked_joints: the locked joints and their positions, in URDF order.
+    """
+
+    name: str
+    joints: list[Joint]
+    base_inertial: np.ndarray
+    damping: np.ndarray
+    friction: np.ndarray
+    has_dynamics: bool
+    locked_joints: dict[str, float]
+
+
+def _joint_dynamics(parsed: _Parsed) -> tuple[np.ndarray, np.ndarray, bool]:
+    damping, friction, found = [], [], False
+    for j in parsed.moving:
+        el = j.find("dynamics")
+        found = found or el is not None
+        for attr, out in (("damping", damping), ("friction", friction)):
+            what = f"the <dynamics {attr}> of joint '{j.get('name')}'"
+            out.append(_number(el, attr, 0.0, what) if el is not None else 0.0)
+    return np.array(damping), np.array(friction), found
+
+
+def read_urdf(source: str | Path, lock_joints: Mapping[str, float] | None = None) -> UrdfRobot:
+    """Read a URDF file (path) or URDF text, with the joints in ``lock_joints`` locked.
+
+    Raises:
+        ModelError: what the module docstring lists, naming the link or joint and the fix.
+    """
+    parsed = _parse(source, lock_joints=lock_joints)
+    damping, friction, found = _joint_dynamics(parsed)
+    return UrdfRobot(parsed.name, parsed.chain, parsed.base_inertial, damping, friction, found, dict(parsed.locked))
+
+
+def parse_urdf(
+    source: str | Path, lock_joints: Mapping[str, float] | None = None
+) -> tuple[str, list[Joint], np.ndarray]:
+    """Parse a URDF file (path) or URDF text (see :func:`read_urdf` for everything it reads).
 
     Returns:
         (robot name, moving joints in chain order, standard parameters (10,) of the fixed base
@@ -313,7 +434,7 @@ def parse_urdf(source: str | Path) -> tuple[str, list[Joint], np.ndarray]:
     Raises:
         ModelError: what the module docstring lists, naming the link or joint and the fix.
     """
-    parsed = _parse(source)
+    parsed = _parse(source, lock_joints=lock_joints)
     return parsed.name, parsed.chain, parsed.base_inertial
 
 
@@ -438,7 +559,11 @@ def _keep_visual(visual, base: Path | None) -> bool:
     return False
 
 
-def pybullet_urdf(source: str | Path, body_inertials: Sequence[np.ndarray] | np.ndarray | None = None) -> str:
+def pybullet_urdf(
+    source: str | Path,
+    body_inertials: Sequence[np.ndarray] | np.ndarray | None = None,
+    lock_joints: Mapping[str, float] | None = None,
+) -> str:
     """The URDF text PyBullet loads for a robot: the file's kinematics, the model's inertia.
 
     Starting from the URDF ``source`` (path or text), the copy:
@@ -452,15 +577,21 @@ def pybullet_urdf(source: str | Path, body_inertials: Sequence[np.ndarray] | np.
     - removes every ``<collision>`` (no contacts are simulated), every ``<visual>`` whose mesh
       file cannot be found (the others keep an absolute path, for rendering) and textures, so
       missing mesh files never matter;
-    - removes the moving joints' ``<dynamics>`` (damping and friction are the sidecar's) and
-      their position limits (``lower > upper``: PyBullet would hold a joint at its limit with a
-      constraint force the model does not have; the simulator checks the positions instead).
+    - removes the moving joints' ``<dynamics>`` (the model's friction is injected by the
+      simulator, never applied by Bullet) and their position limits (``lower > upper``: PyBullet
+      would hold a joint at its limit with a constraint force the model does not have; the
+      simulator checks the positions instead);
+    - writes each joint of ``lock_joints`` (see the module docstring) as a ``fixed`` joint whose
+      ``<origin>`` is its origin composed with its motion at the locked position, with no
+      ``<axis>``, ``<limit>``, ``<dynamics>`` or ``<mimic>``: its child link is then a
+      zero-inertia link whose inertia is in the moving body it is merged into, as in the model.
 
     Raises:
-        ModelError: the URDF cannot be read (see :func:`parse_urdf`), or ``body_inertials``
-            does not have one (10,) row per moving joint.
+        ModelError: the URDF cannot be read or a lock is invalid (see :func:`read_urdf`), or
+            ``body_inertials`` does not have one (10,) row per moving joint.
     """
-    parsed = _parse(source, check_bodies=False)  # the bodies written are checked by PyBullet and the parity gate
+    # the bodies written are checked by PyBullet and the parity gate
+    parsed = _parse(source, check_bodies=False, lock_joints=lock_joints)
     n = len(parsed.chain)
     phis = np.array([j.inertial for j in parsed.chain]) if body_inertials is None else np.asarray(body_inertials, float)
     if phis.shape != (n, 10):
@@ -482,7 +613,16 @@ def pybullet_urdf(source: str | Path, body_inertials: Sequence[np.ndarray] | np.
             parent.remove(texture)
     moving = {j.get("name") for j in parsed.moving}
     for joint in root.findall("joint"):
-        if joint.get("name") not in moving:
+        name = joint.get("name")
+        if name in parsed.locked_origins:
+            R, p = parsed.locked_origins[name]
+            joint.set("type", "fixed")
+            for el in list(joint):
+                if el.tag not in ("parent", "child"):
+                    joint.remove(el)
+            ET.SubElement(joint, "origin", xyz=" ".join(map(_num, p)), rpy=" ".join(map(_num, matrix_to_rpy(R))))
+            continue
+        if name not in moving:
             continue
         for el in joint.findall("dynamics"):
             joint.remove(el)

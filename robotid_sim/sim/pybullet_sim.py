@@ -8,7 +8,9 @@ The simulator is the model: for every robot that loads, PyBullet simulates exact
 file's kinematics with the *model's* inertia — each moving body (a link carried by a moving
 joint, its fixed children merged) as one explicit inertial in principal form, every other link
 an explicit zero inertial — and no ``<collision>``, no ``<visual>`` whose mesh file is missing,
-no URDF joint damping/friction, no joint-limit constraints. PyBullet's own conventions thus never
+no URDF joint damping/friction, no joint-limit constraints; the robot's locked joints
+(``robot.locked_joints``) are written as fixed joints with the lock folded into their origin, so
+PyBullet simulates exactly the locked model. PyBullet's own conventions thus never
 apply: a link without ``<inertial>`` (a ROS ``tool0`` frame) is massless as in the model, not
 1 kg with a unit inertia; missing mesh files do not matter; and ``robot.with_parameters(theta)``
 is simulated with its own parameters.
@@ -50,8 +52,8 @@ Other exactness traps and what this module does about each:
   not have); the reference is checked against the limits before running, and the simulated
   positions after (:meth:`PyBulletSimulator.check_positions`);
 - no joint friction or rotor inertia in torque mode -> injected: the *measured* motor torque is
-  rigid-body torque + rotor inertia term + the sidecar friction law, while Bullet only receives
-  the rigid-body part.
+  rigid-body torque + rotor inertia term + the robot's friction law (the sidecar's, or the one
+  made from the URDF's ``<dynamics>`` tags), while Bullet only receives the rigid-body part.
 
 Two ways to step the arm:
 
@@ -232,7 +234,7 @@ class PyBulletSimulator:
         self.robot = robot
         self.dt = float(dt)
         _refuse_inconsistent_bodies(robot)
-        text = pybullet_urdf(robot.urdf_path, robot.inertials)
+        text = pybullet_urdf(robot.urdf_path, robot.inertials, lock_joints=robot.locked_joints)
         pb = pybullet_module()
         problem = None
         try:

@@ -35,8 +35,8 @@ def generic_excitation_limits(robot: Robot):
     Position: the URDF limits; a joint without limits (continuous, or prismatic without limits)
     gets ±:data:`~robotid_sim.robot.model.DEFAULT_REVOLUTE_RANGE` rad or
     ±:data:`~robotid_sim.robot.model.DEFAULT_PRISMATIC_RANGE` m. Velocity and acceleration: the
-    sidecar's limits, or without a sidecar the robot's (URDF velocity limits, else the defaults)
-    capped at :data:`~robotid_sim.robot.model.DEFAULT_VELOCITY_LIMIT` and
+    sidecar's limits, or where the sidecar gives none the robot's (URDF velocity limits, else the
+    defaults) capped at :data:`~robotid_sim.robot.model.DEFAULT_VELOCITY_LIMIT` and
     :data:`~robotid_sim.robot.model.DEFAULT_ACCELERATION_LIMIT`.
     """
     from robotid_sim.excitation.base import JointLimits
@@ -50,8 +50,10 @@ def generic_excitation_limits(robot: Robot):
     lower, upper = robot.position_limits
     half = np.where(np.array(robot.joint_kinds) == "prismatic", DEFAULT_PRISMATIC_RANGE, DEFAULT_REVOLUTE_RANGE)
     velocity, acceleration = np.asarray(robot.velocity_limit, float), np.asarray(robot.acceleration_limit, float)
-    if robot.sidecar is None:
+    limits = robot.sidecar.limits if robot.sidecar is not None else None
+    if limits is None or limits.velocity is None:
         velocity = np.minimum(velocity, DEFAULT_VELOCITY_LIMIT)
+    if limits is None or limits.acceleration is None:
         acceleration = np.minimum(acceleration, DEFAULT_ACCELERATION_LIMIT)
     return JointLimits(
         np.where(np.isfinite(lower), lower, -half),
