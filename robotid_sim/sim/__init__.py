@@ -16,16 +16,31 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
     "Dataset": "robotid_sim.sim.dataset",
     "Signals": "robotid_sim.sim.dataset",
     "load_dataset": "robotid_sim.sim.dataset",
+    "LogSource": "robotid_sim.sim.logs",
+    "load_log": "robotid_sim.sim.logs",
+    "load_logs": "robotid_sim.sim.logs",
+    "stack_experiments": "robotid_sim.sim.logs",
     "PyBulletSimulator": "robotid_sim.sim.pybullet_sim",
     "simulate": "robotid_sim.sim.simulate",
 }
 
 if TYPE_CHECKING:
     from robotid_sim.sim.dataset import Dataset, Signals, load_dataset
+    from robotid_sim.sim.logs import LogSource, load_log, load_logs, stack_experiments
     from robotid_sim.sim.pybullet_sim import PyBulletSimulator
     from robotid_sim.sim.simulate import simulate
 
-__all__ = ["Dataset", "PyBulletSimulator", "Signals", "load_dataset", "simulate"]
+__all__ = [
+    "Dataset",
+    "LogSource",
+    "PyBulletSimulator",
+    "Signals",
+    "load_dataset",
+    "load_log",
+    "load_logs",
+    "simulate",
+    "stack_experiments",
+]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY_ATTRIBUTES)

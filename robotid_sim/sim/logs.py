@@ -1,0 +1,1215 @@
+"""Real-robot logs: recordings written by other tools, loaded as a :class:`Dataset`, and experiments.
+
+A :class:`LogSource` describes one recording in the layout another tool wrote (its YAML/JSON form is
+the same mapping): the file, its array names or CSV column prefixes (``keys``), the names of its joint
+columns, its units, an optional trim and decimation, and the experiment name. :func:`load_log` turns
+it into a :class:`Dataset` in SI units with t starting at 0, the joints matched to the robot's by
+name; :func:`load_logs` loads several and stacks them as separate experiments
+(:func:`stack_experiments`).
+
+A stacked dataset keeps its experiments in ``metadata["experiments"]``: a list of
+``{"name": str, "start": int, "stop": int, "file": str | None}`` sample ranges (``stop``
+exclusive) covering all samples in order; an entry also holds ``"t_shift"`` (seconds added to that
+recording's times) and ``"metadata"`` (what that recording's metadata says that the others' does
+not) when it was stacked. Each next experiment starts :data:`STACK_GAP_PERIODS` sample periods after
+the previous one ends, so t stays strictly increasing and the join shows as a time gap.
+:func:`experiments` reads the ranges back (or splits a record at its time gaps), and
+:func:`per_experiment` / :func:`preprocess` filter and differentiate each experiment on its own:
+nothing is ever filtered or differentiated across a join.
+
+Example (three recordings of another tool: angles in degrees, unix time)::
+
+    layout = {"keys": {"t": "times", "q": "positions", "qd": "velocities", "tau": "torques"},
+              "units": {"t": "unix", "q": "deg"}}
+    ds = load_logs([{**layout, "path": f"run{k}.npz"} for k in (1, 2, 3)], robot)
+    ds, notes = preprocess(ds, lowpass_hz=20.0, differentiate=True)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from robotid_sim.errors import ConfigError, DataError, format_validation_error
+from robotid_sim.safety import read_npz, safe_name
+from robotid_sim.signal import butterworth_filtfilt, central_difference, decimate, downsample
+from robotid_sim.sim.dataset import (
+    _DERIVED_NOTE,
+    Dataset,
+    Signals,
+    _csv_text,
+    _derive,
+    _real_array,
+    _stored_joint_names,
+    _stored_metadata,
+    generic_joint_names,
+)
+
+__all__ = [
+    "GAP_FACTOR",
+    "STACK_GAP_PERIODS",
+    "LogSource",
+    "experiments",
+    "load_log",
+    "load_logs",
+    "parse_log_source",
+    "per_experiment",
+    "preprocess",
+    "stack_experiments",
+]
+
+#: a time step larger than this many median sample periods separates two experiments
+GAP_FACTOR = 1.5
+#: :func:`stack_experiments` leaves this many sample periods between two experiments
+STACK_GAP_PERIODS = 100
+
+#: our signal names, the keys of :attr:`LogSource.keys`
+SIGNALS = ("t", "q", "qd", "qdd", "tau")
+_JOINT_SIGNALS = ("q", "qd", "qdd", "tau")
+_REQUIRED = ("t", "q", "tau")
+_DESCRIPTION = {
+    "t": "time",
+    "q": "joint position",
+    "qd": "joint velocity",
+    "qdd": "joint acceleration",
+    "tau": "joint torque",
+}
+_DEFAULT_KEYS = {
+    "npz": {"t": "t", "q": "q", "qd": "qd", "qdd": "qdd", "tau": "tau"},
+    "mat": {"t": "t", "q": "q", "qd": "qd", "qdd": "qdd", "tau": "tau"},
+    "csv": {"t": "t", "q": "q_", "qd": "qd_", "qdd": "qdd_", "tau": "tau_"},
+}
+_SUFFIX_FORMAT = {".npz": "npz", ".csv": "csv", ".mat": "mat"}
+
+#: time units: seconds per unit, and whether the clock is absolute (unix time)
+TIME_UNITS: dict[str, tuple[float, bool]] = {
+    "s": (1.0, False),
+    "ms": (1e-3, False),
+    "us": (1e-6, False),
+    "ns": (1e-9, False),
+    "unix": (1.0, True),
+    "unix_ms": (1e-3, True),
+    "unix_us": (1e-6, True),
+    "unix_ns": (1e-9, True),
+}
+_DEG = math.pi / 180.0
+#: angle units of revolute joints: SI per unit
+ANGLE_UNITS: dict[str, dict[str, float]] = {
+    "q": {"rad": 1.0, "deg": _DEG},
+    "qd": {"rad/s": 1.0, "deg/s": _DEG},
+    "qdd": {"rad/s^2": 1.0, "deg/s^2": _DEG},
+}
+#: length units of prismatic joints (positions, velocities and accelerations): m per unit
+LENGTH_UNITS: dict[str, float] = {"m": 1.0, "mm": 1e-3}
+#: torque units: only SI (N*m for revolute joints, N for prismatic ones)
+TORQUE_UNITS = ("N*m",)
+_UNIT_CHOICES: dict[str, tuple[str, ...]] = {
+    "t": tuple(TIME_UNITS),
+    **{name: tuple(choices) for name, choices in ANGLE_UNITS.items()},
+    "length": tuple(LENGTH_UNITS),
+    "tau": TORQUE_UNITS,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# the layout of one recording
+
+
+class LogSource(BaseModel):
+    """One recording written by another tool, and how to read it (the YAML/JSON form is the same mapping).
+
+    Example (YAML)::
+
+        path: run1.npz
+        keys: {t: times, q: positions, qd: velocities, tau: torques}
+        joint_names: [joint3, finger, joint1, joint2]
+        units: {t: unix, q: deg}
+        trim: [0.5, null]
+        decimate: 2
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    path: str = Field(
+        min_length=1,
+        description="the file; a relative path is resolved against the loader's base_dir (default: the current folder)",
+    )
+    format: Literal["auto", "npz", "csv", "mat"] = Field(
+        "auto", description="file format; 'auto' takes it from the suffix (.npz, .csv, .mat)"
+    )
+    keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="our signal name (t, q, qd, qdd, tau) -> its name in the file. NPZ/MAT: an array name ((N,) for "
+        "t, (N, n) or (n, N) for the joint signals). CSV: the column name of t, and for the joint signals the column "
+        "prefix (columns '<prefix><joint>' or '<prefix><index>', 0- or 1-based). Default: t, q, qd, qdd, tau (CSV: "
+        "t, q_, qd_, qdd_, tau_). qd and qdd are optional: when absent they are derived from q by central "
+        "differences",
+    )
+    joint_names: list[str] | None = Field(
+        None,
+        description="names of the file's joint columns, in file order; matched to the robot's joints by name, in "
+        "any order (extra joints, e.g. gripper fingers, are ignored). Default: the names the file has (CSV column "
+        "suffixes, an NPZ/MAT 'joint_names' array), else the columns are the robot's joints in its order",
+    )
+    units: dict[str, str] = Field(
+        default_factory=dict,
+        description="units in the file: t: s (default), ms, us, ns, or unix, unix_ms, unix_us, unix_ns (absolute "
+        "time); q: rad (default) or deg; qd: rad/s or deg/s, qdd: rad/s^2 or deg/s^2 (default: the angle unit of "
+        "q); angles apply to revolute joints only; length: m (default) or mm, for prismatic joints (q, qd, qdd); "
+        "tau: N*m (SI only)",
+    )
+    trim: tuple[float | None, float | None] | None = Field(
+        None, description="[start, end] in seconds from the file's first sample; either may be null (no limit)"
+    )
+    decimate: int = Field(
+        1, ge=1, description="keep every k-th sample after a zero-phase anti-aliasing low-pass (1: keep all)"
+    )
+    name: str | None = Field(
+        None,
+        description="experiment name (letters, digits, '_ . + -'); default: the file's stem, its other characters "
+        "replaced by '_'",
+    )
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _path_text(cls, value):
+        return str(value) if isinstance(value, Path) else value
+
+    @field_validator("keys")
+    @classmethod
+    def _known_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for signal, key in value.items():
+            if signal not in SIGNALS:
+                raise ValueError(
+                    f"unknown signal {signal!r}: 'keys' maps our signal names ({', '.join(SIGNALS)}) to the names "
+                    "in the file, e.g. {q: positions}"
+                )
+            if not key.strip():
+                raise ValueError(f"keys.{signal} is empty; give the name of the {_DESCRIPTION[signal]} in the file")
+        return value
+
+    @field_validator("units")
+    @classmethod
+    def _known_units(cls, value: dict[str, str]) -> dict[str, str]:
+        for what, unit in value.items():
+            if what not in _UNIT_CHOICES:
+                raise ValueError(f"unknown unit field {what!r}; 'units' accepts {', '.join(_UNIT_CHOICES)}")
+            choices = _UNIT_CHOICES[what]
+            if unit not in choices:
+                if what == "tau":
+                    raise ValueError(
+                        f"units.tau {unit!r} is not accepted: torques must be SI (N*m for revolute joints, N for "
+                        f"prismatic ones); accepted: {', '.join(choices)}; convert the torques before loading"
+                    )
+                raise ValueError(f"units.{what} {unit!r} is not accepted; accepted: {', '.join(choices)}")
+        return value
+
+    @field_validator("joint_names")
+    @classmethod
+    def _unique_joint_names(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("joint_names is empty; name every joint column of the file, in file order")
+        for name in value:
+            if not name or name != name.strip():
+                raise ValueError(f"joint name {name!r} must be a non-empty string without surrounding spaces")
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"joint_names repeats {', '.join(repeated)}; each file column has its own name")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str | None) -> str | None:
+        return None if value is None else safe_name(value, "experiment name")
+
+    @model_validator(mode="after")
+    def _ordered_trim(self):
+        if self.trim is not None:
+            start, end = self.trim
+            if start is not None and start < 0:
+                raise ValueError(f"trim start {start} s is negative; it counts seconds from the file's first sample")
+            if start is not None and end is not None and end <= start:
+                raise ValueError(f"trim [{start}, {end}]: the end must come after the start")
+        return self
+
+    def resolve(self, base_dir: str | Path | None = None) -> Path:
+        """The file's path, a relative one resolved against ``base_dir`` (default: the current folder)."""
+        path = Path(self.path).expanduser()
+        return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+
+    def file_format(self, path: Path) -> str:
+        """``npz``, ``csv`` or ``mat``: :attr:`format`, or from the suffix when it is ``auto``.
+
+        Raises:
+            DataError: ``auto`` and an unknown suffix.
+        """
+        if self.format != "auto":
+            return self.format
+        fmt = _SUFFIX_FORMAT.get(path.suffix.lower())
+        if fmt is None:
+            raise DataError(
+                f"cannot tell the format of '{path}' from its suffix '{path.suffix}'; name it .npz, .csv or .mat, or "
+                "set 'format' (npz, csv, mat)"
+            )
+        return fmt
+
+    def file_keys(self, fmt: str) -> dict[str, str]:
+        """Our signal name -> its array name (NPZ/MAT) or column name / prefix (CSV), defaults applied."""
+        return {**_DEFAULT_KEYS[fmt], **self.keys}
+
+    def file_units(self) -> dict[str, str]:
+        """The file's units, defaults applied (qd and qdd follow the angle unit of q)."""
+        q = self.units.get("q", "rad")
+        return {
+            "t": "s",
+            "q": q,
+            "qd": f"{q}/s",
+            "qdd": f"{q}/s^2",
+            "length": "m",
+            "tau": "N*m",
+            **self.units,
+        }
+
+
+def parse_log_source(data: Any, where: str = "log source") -> LogSource:
+    """A :class:`LogSource` from a LogSource, a mapping, or a path (str or Path).
+
+    Raises:
+        ConfigError: naming ``where`` and each bad field (unknown unit, unsafe name, ...).
+    """
+    if isinstance(data, LogSource):
+        return data
+    if isinstance(data, str | Path):
+        data = {"path": str(data)}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: must be a path or a mapping of LogSource fields, got {type(data).__name__}")
+    try:
+        return LogSource.model_validate(dict(data))
+    except ValidationError as exc:
+        path = data.get("path")
+        at = f" ({path})" if isinstance(path, str | Path) else ""
+        raise ConfigError(format_validation_error(exc, f"{where}{at}")) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a file into columns
+
+
+@dataclass
+class _Columns:
+    """A file's time and joint columns, before the joints are matched to the robot's.
+
+    ``matrix[s][:, cols[s][j]]`` is signal ``s`` of file joint ``j`` (None: no such column);
+    ``labels[s][j]`` names it in messages; ``lines`` maps a sample to its file line (CSV).
+    """
+
+    where: str
+    t: np.ndarray
+    t_label: str
+    n_columns: int
+    names: list[str] | None
+    explicit_names: bool
+    q_label: str
+    matrix: dict[str, np.ndarray] = field(default_factory=dict)
+    cols: dict[str, list[int | None]] = field(default_factory=dict)
+    labels: dict[str, list[str]] = field(default_factory=dict)
+    lines: Callable[[int], int] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+
+
+def _not_a(fmt: str, path: Path, why: str) -> DataError:
+    """The file is not what its suffix or ``format`` says (the wording of :func:`load_dataset`)."""
+    what = f"'{path}' is not an .npz file" if fmt == "npz" else f"cannot read '{path}' as .mat"
+    kind = "a NumPy archive (numpy.savez)" if fmt == "npz" else "a MATLAB file (-v7 or older)"
+    return DataError(f"{what} ({why}); is it {kind}? If it is a CSV or another format, set 'format' (npz, csv, mat)")
+
+
+def _vector_time(key: str, value, where: str) -> np.ndarray:
+    """The time array as a vector (N,): float, or int64 for an integer clock (kept exact)."""
+    t = _real_array(key, value, "(N,)", f" in {where}")
+    raw = np.asarray(value)
+    if raw.dtype.kind in "iu":
+        t = raw.astype(np.int64)
+    if t.ndim == 2 and 1 in t.shape:
+        t = t.ravel()
+    if t.ndim != 1:
+        raise DataError(f"time array '{key}' in {where} must be a vector (N,), got shape {t.shape}")
+    return t
+
+
+def _oriented(key: str, value, n_samples: int, where: str) -> np.ndarray:
+    """A joint signal as (N, m): (N,) is one joint, (m, N) is transposed when that is unambiguous."""
+    arr = _real_array(key, value, "(N, n)", f" in {where}")
+    if arr.ndim == 1 and arr.shape[0] == n_samples:
+        return arr[:, None]
+    if arr.ndim == 2 and arr.shape[0] == n_samples:
+        return arr
+    if arr.ndim == 2 and arr.shape[1] == n_samples:
+        return arr.T
+    raise DataError(
+        f"array '{key}' in {where} has shape {arr.shape} but the time has {n_samples} samples; expected (N, n) = "
+        f"({n_samples}, n) or (n, {n_samples})"
+    )
+
+
+def _array_columns(
+    arrays: dict[str, Any], present: list[str], keys: dict[str, str], explicit: set[str], src: LogSource, path: Path
+) -> _Columns:
+    """:class:`_Columns` of an NPZ or MAT file from its arrays (``present``: every array name in the file)."""
+    where = f"'{path}'"
+    listing = ", ".join(present) if present else "(none)"
+    if not any(keys[s] in arrays for s in _REQUIRED):
+        kind = "an .npz archive" if path.suffix.lower() == ".npz" else "a file"
+        raise DataError(
+            f"{where} holds none of the dataset arrays {', '.join(repr(keys[s]) for s in _REQUIRED)} (it is empty, or "
+            f"{kind} of something else); its arrays are: {listing}; set 'keys' (t, q, qd, qdd, tau) to the names of "
+            "the file's time, position, velocity, acceleration and torque arrays"
+        )
+    for signal in SIGNALS:
+        key = keys[signal]
+        if key not in arrays and (signal in _REQUIRED or signal in explicit):
+            raise DataError(
+                f"{where} has no array '{key}' (the {_DESCRIPTION[signal]}, keys.{signal}); its arrays are: {listing}; "
+                f"set keys.{signal} to the name of the {_DESCRIPTION[signal]} array"
+            )
+    t = _vector_time(keys["t"], arrays[keys["t"]], where)
+    signals = {s: _oriented(keys[s], arrays[keys[s]], t.shape[0], where) for s in _JOINT_SIGNALS if keys[s] in arrays}
+    m = signals["q"].shape[1]
+    for signal, arr in signals.items():
+        if arr.shape[1] != m:
+            raise DataError(
+                f"array '{keys[signal]}' in {where} has {arr.shape[1]} joint columns but '{keys['q']}' has {m}; every "
+                "joint signal needs the same columns"
+            )
+    names, explicit_names = src.joint_names, src.joint_names is not None
+    stored = arrays.get("joint_names") if "joint_names" not in keys.values() else None
+    if names is None and stored is not None:
+        if np.asarray(stored).dtype.kind == "S":
+            stored = np.char.decode(np.asarray(stored), "utf-8")
+        names = _stored_joint_names(stored, path)
+        if len(names) != m:
+            raise DataError(
+                f"{where} stores {len(names)} joint names ({', '.join(names)}) but '{keys['q']}' has {m} columns; "
+                "give 'joint_names' (the names of the file's columns, in file order)"
+            )
+    elif names is not None and len(names) != m:
+        raise DataError(
+            f"'joint_names' has {len(names)} names but '{keys['q']}' in {where} has {m} columns; name every column "
+            "of the file, in file order"
+        )
+    metadata: dict[str, Any] = {}
+    if "metadata" in arrays and "metadata" not in keys.values():
+        try:
+            metadata = _stored_metadata(arrays["metadata"], path)
+        except DataError:
+            metadata = {}  # a foreign 'metadata' array: not ours, not needed
+    columns = _Columns(
+        where=where,
+        t=t,
+        t_label=f"array '{keys['t']}'",
+        n_columns=m,
+        names=names,
+        explicit_names=explicit_names,
+        q_label=f"'{keys['q']}'",
+        metadata=metadata,
+    )
+    for signal, arr in signals.items():
+        columns.matrix[signal] = arr
+        columns.cols[signal] = list(range(m))
+        columns.labels[signal] = [f"array '{keys[signal]}' column {j}" for j in range(m)]
+    return columns
+
+
+def _npz_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
+    where = f"'{path}'"
+    if not zipfile.is_zipfile(path):
+        raise _not_a("npz", path, "it is not a zip archive")
+    with zipfile.ZipFile(path) as archive:
+        present = [name[:-4] for name in archive.namelist() if name.endswith(".npy")]
+    wanted = sorted({*keys.values(), "joint_names", "metadata"})
+    arrays = read_npz(path, where, keys=wanted)
+    return _array_columns(arrays, present, keys, explicit, src, path)
+
+
+def _mat_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
+    import scipy.io  # only for .mat files
+
+    wanted = sorted({*keys.values(), "joint_names", "metadata"})
+    try:
+        present = [name for name, _, _ in scipy.io.whosmat(path)]
+        raw = scipy.io.loadmat(path, variable_names=wanted)
+    except NotImplementedError as exc:  # MATLAB v7.3 (HDF5) files
+        raise DataError(f"cannot read '{path}' as .mat: {exc}; save it with MATLAB's '-v7' option") from None
+    except MemoryError:
+        raise DataError(f"cannot read '{path}' as .mat: it does not fit in memory") from None
+    except Exception as exc:  # scipy's parser meets arbitrary bytes: any failure means "not a .mat file"
+        raise _not_a("mat", path, f"{type(exc).__name__}: {exc}") from None
+    arrays = {key: value for key, value in raw.items() if not key.startswith("__")}
+    return _array_columns(arrays, present, keys, explicit, src, path)
+
+
+def _csv_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
+    where = f"'{path}'"
+    lines = _csv_text(path).splitlines()
+    if not lines or not lines[0].strip():
+        raise DataError(f"{where} is empty; expected a header line like 't,q_joint1,tau_joint1'")
+    header = [name.strip().strip('"') for name in lines[0].strip().lstrip("#").split(",")]
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        raise DataError(f"{where}: repeated column(s) {', '.join(repeated)}; each column needs its own name")
+    shown = ", ".join(header[:30]) + (", ..." if len(header) > 30 else "")
+    if keys["t"] not in header:
+        raise DataError(
+            f"{where} has no time column '{keys['t']}' (keys.t); its columns are: {shown}; set keys.t to the name "
+            "of the time column"
+        )
+    prefixes = {s: keys[s] for s in _JOINT_SIGNALS}
+    owned: dict[str, dict[str, int]] = {s: {} for s in _JOINT_SIGNALS}  # signal -> suffix -> header position
+    for position, column in enumerate(header):
+        if column == keys["t"]:
+            continue
+        matching = [s for s, p in prefixes.items() if column.startswith(p) and len(column) > len(p)]
+        if matching:  # the longest prefix owns the column ('qd_' over 'q' when both match)
+            signal = max(matching, key=lambda s: len(prefixes[s]))
+            owned[signal][column[len(prefixes[signal]) :]] = position
+    for signal in SIGNALS[1:]:
+        if not owned[signal] and (signal in _REQUIRED or signal in explicit):
+            raise DataError(
+                f"{where} has no {_DESCRIPTION[signal]} column '{prefixes[signal]}<joint>' (keys.{signal} = "
+                f"'{prefixes[signal]}'); its columns are: {shown}; set keys.{signal} to the prefix of those columns"
+            )
+    suffixes = list(owned["q"])
+    m = len(suffixes)
+    indexed = all(s.isdigit() for s in suffixes)
+    if indexed:  # '<prefix><index>': file order is the index order
+        suffixes.sort(key=int)
+        first = int(suffixes[0])
+        if first not in (0, 1) or [int(s) for s in suffixes] != list(range(first, first + m)):
+            raise DataError(
+                f"{where}: the '{prefixes['q']}<index>' columns are numbered {', '.join(suffixes)}; number them "
+                f"0..{m - 1} or 1..{m}, or name them after the joints"
+            )
+    names = src.joint_names if src.joint_names is not None else (None if indexed else suffixes)
+    if src.joint_names is not None and len(src.joint_names) != m:
+        raise DataError(
+            f"'joint_names' has {len(src.joint_names)} names but {where} has {m} '{prefixes['q']}' columns "
+            f"({', '.join(prefixes['q'] + s for s in suffixes)}); name every one, in file order"
+        )
+    used_signals = [s for s in _JOINT_SIGNALS if owned[s]]
+    positions = [header.index(keys["t"])] + [owned[s][j] for s in used_signals for j in suffixes if j in owned[s]]
+    index = {p: i for i, p in enumerate(positions)}
+    data = _csv_numbers(path, header, lines, positions)
+    line_numbers: list[int] | None = None
+
+    def line_of(sample: int) -> int:
+        nonlocal line_numbers
+        if line_numbers is None:  # only for an error message
+            line_numbers = [k for k, text in enumerate(lines[1:], 2) if text.strip() and not text.startswith("#")]
+        return line_numbers[sample]
+
+    columns = _Columns(
+        where=where,
+        t=data[:, 0],
+        t_label=f"column '{keys['t']}'",
+        n_columns=m,
+        names=names,
+        explicit_names=src.joint_names is not None,
+        q_label=f"'{prefixes['q']}<joint>'",
+        lines=line_of,
+    )
+    for signal in used_signals:
+        columns.matrix[signal] = data
+        columns.cols[signal] = [
+            index[owned[signal][s]] if s in owned[signal] else None for s in suffixes
+        ]  # None: reported only if that joint is used
+        columns.labels[signal] = [f"column '{prefixes[signal]}{s}'" for s in suffixes]
+    used = {header[p] for p in positions}
+    columns.ignored = [c for c in header if c not in used]
+    sidecar = path.with_suffix(".json")
+    if sidecar.is_file():  # our own CSVs keep their metadata there; a foreign JSON is not needed
+        try:
+            metadata = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            metadata = None
+        columns.metadata = metadata if isinstance(metadata, dict) else {}
+    return columns
+
+
+def _csv_numbers(path: Path, header: list[str], lines: list[str], positions: list[int]) -> np.ndarray:
+    """The columns ``positions`` of every data row as floats; a bad cell is named by column and line."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            data = np.loadtxt(lines[1:], delimiter=",", ndmin=2, usecols=positions, dtype=float)
+    except ValueError:
+        data = None
+    if data is not None and data.shape[0] > 0:
+        return data
+    # the first offending row, for the message (only on failure)
+    sample = -1
+    for line_no, text in enumerate(lines[1:], start=2):
+        if not text.strip() or text.startswith("#"):
+            continue
+        sample += 1
+        cells = text.split(",")
+        if len(cells) != len(header):
+            raise DataError(
+                f"line {line_no} of '{path}' has {len(cells)} values but the header has {len(header)} columns"
+            )
+        for position in positions:
+            try:
+                float(cells[position])
+            except ValueError:
+                cell = cells[position].strip()
+                what = "an empty value" if not cell else f"the non-number {cell!r}"
+                raise DataError(
+                    f"column '{header[position]}' of '{path}' has {what} at sample {sample} (line {line_no}); "
+                    "remove or interpolate that sample"
+                ) from None
+    if sample < 0:
+        raise DataError(f"'{path}' has a header but no data rows")
+    raise DataError(f"cannot parse '{path}' as comma-separated numbers")
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def _as_robot(robot):
+    if isinstance(robot, str | Path):
+        from robotid_sim.robot import load_robot
+
+        robot = load_robot(robot)
+    missing = [a for a in ("name", "joint_names", "joint_kinds") if not hasattr(robot, a)]
+    if missing:
+        raise ConfigError(
+            f"robot must be a Robot or RobotStructure (with name, joint_names, joint_kinds), got "
+            f"{type(robot).__name__} without {', '.join(missing)}"
+        )
+    return robot
+
+
+def _default_name(stem: str) -> str:
+    """A file stem made into an experiment name: characters other than letters, digits and ``_ . + -`` become ``_``."""
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", stem)[:60].replace("..", "__")
+    if not name[:1].isalnum():
+        name = f"log_{name}"
+    return safe_name(name, "experiment name")
+
+
+def _match_joints(columns: _Columns, robot) -> tuple[list[int], list[str]]:
+    """For each robot joint, the file joint (column index) that holds it; and the file joints left out."""
+    joints, n, m = list(robot.joint_names), len(robot.joint_names), columns.n_columns
+    names = columns.names
+    if names is not None and set(joints) <= set(names):
+        return [names.index(j) for j in joints], [name for name in names if name not in joints]
+    if names is None or (not columns.explicit_names and names == generic_joint_names(m)):
+        if m != n:
+            raise DataError(
+                f"{columns.where} has {m} joint columns in {columns.q_label} but robot '{robot.name}' has {n} joints "
+                f"({', '.join(joints)}); give 'joint_names' (the names of the file's columns, in file order): the "
+                "joints are then matched by name and extra columns are ignored"
+            )
+        return list(range(n)), []
+    missing = ", ".join(j for j in joints if j not in names)
+    if columns.explicit_names:
+        raise DataError(
+            f"{columns.where}: 'joint_names' ({', '.join(names)}) does not name joint(s) {missing} of robot "
+            f"'{robot.name}' (joints {', '.join(joints)}); the joints are matched by name: name the file's columns, in "
+            "file order, after the robot's joints"
+        )
+    raise DataError(
+        f"{columns.where} has joint columns for {', '.join(names)} but robot '{robot.name}' has joints "
+        f"{', '.join(joints)} ({missing} missing); the joints are matched by name: give 'joint_names' (the file's "
+        "columns in file order) using the robot's names"
+    )
+
+
+def _checked_time(columns: _Columns) -> None:
+    """NaN and order of the file's time column, named by column, sample and line."""
+    t, where, label = columns.t, columns.where, columns.t_label
+
+    def at(i: int) -> str:
+        return f"sample {i}" + (f" (line {columns.lines(i)})" if columns.lines is not None else "")
+
+    if t.shape[0] < 2:
+        raise DataError(f"{where} has {t.shape[0]} sample(s); a log needs at least 2")
+    bad = ~np.isfinite(t)
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise DataError(f"{label} of {where} has {t[i]} at {at(i)}; remove or interpolate that sample")
+    steps = np.diff(t)
+    if np.any(steps <= 0):
+        i = int(np.argmax(steps <= 0)) + 1
+        raise DataError(
+            f"{label} of {where} must be strictly increasing; {at(i)} has t = {float(t[i])!r} after t = "
+            f"{float(t[i - 1])!r}; sort "
+            "the samples or remove the repeated ones"
+        )
+
+
+def _take(columns: _Columns, signal: str, joints: list[int], rows: slice, robot) -> np.ndarray:
+    """Signal ``signal`` of the robot's joints (file joints ``joints``) on ``rows``, as (N, n), NaN-checked."""
+    cols = columns.cols[signal]
+    absent = [robot.joint_names[k] for k, j in enumerate(joints) if cols[j] is None]
+    if absent:
+        missing = [columns.labels[signal][j] for j in joints if cols[j] is None]
+        raise DataError(
+            f"{columns.where} has no {missing[0]} for joint '{absent[0]}': the {_DESCRIPTION[signal]} columns must "
+            f"cover every joint of the robot ({', '.join(robot.joint_names)})"
+        )
+    block = columns.matrix[signal][rows][:, [cols[j] for j in joints]]
+    bad = ~np.isfinite(block)
+    if np.any(bad):
+        row, k = (int(i) for i in np.argwhere(bad)[0])
+        sample = (rows.start or 0) + row
+        line = f" (line {columns.lines(sample)})" if columns.lines is not None else ""
+        label = columns.labels[signal][joints[k]]
+        raise DataError(
+            f"{label} of {columns.where} has {block[row, k]} at sample {sample}{line} (joint "
+            f"'{robot.joint_names[k]}'); remove or interpolate that sample, or trim it away"
+        )
+    return block
+
+
+def _parts(n_samples: int, starts: Sequence[int]) -> list[slice]:
+    bounds = [*starts, n_samples]
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _gap_starts(t: np.ndarray) -> list[int]:
+    """Sample indices where an experiment starts: 0, and after every step above GAP_FACTOR median steps."""
+    steps = np.diff(t)
+    cuts = np.flatnonzero(steps > GAP_FACTOR * np.median(steps)) + 1
+    return [0, *(int(c) for c in cuts)]
+
+
+def _part_names(name: str, count: int) -> list[str]:
+    return [name] if count == 1 else [f"{name[:60]}_{k + 1}" for k in range(count)]
+
+
+def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Path | None = None) -> Dataset:
+    """Load one recording written by another tool as a :class:`Dataset` for ``robot``.
+
+    The file is read through the safe readers (an .npz is never unpickled and only the arrays
+    named in ``keys`` are read). Its joint columns are matched to the robot's joints by name, its
+    units converted to SI (angles for revolute joints only, lengths for prismatic ones), t shifted
+    to start at 0, the ``trim`` applied, missing qd / qdd derived from q by central differences, and
+    the ``decimate`` applied. A file holding several recordings separated by time gaps (a step
+    above :data:`GAP_FACTOR` median periods) gives several experiments; derivation and decimation
+    run within each.
+
+    Args:
+        source: a :class:`LogSource`, its mapping (YAML/JSON form), or a path (our layout, SI units).
+        robot: anything with ``name``, ``joint_names`` and ``joint_kinds`` (a Robot or a
+            RobotStructure), or a bundled robot name / URDF path.
+        base_dir: folder a relative ``path`` is resolved against (default: the current folder).
+
+    Returns:
+        The dataset, with the robot's joint names, ``truth=None``, and ``metadata``: ``source``,
+        ``file``, ``format``, ``log_source`` (the LogSource), ``keys``, ``units`` (the file's),
+        ``joint_columns`` (robot joint -> file column), ``rate_hz``, ``experiments``, and when
+        they apply ``robot`` (only when the file itself names its robot), ``t0_unix`` (unix time
+        of t = 0) or ``t_offset_s`` (the file's time of t = 0), ``trim``, ``decimation``,
+        ``derived_signals``, ``ignored_joints``, ``ignored_columns``, ``file_metadata``.
+
+    Raises:
+        ConfigError: a bad LogSource field (unknown unit or signal, non-SI torque, unsafe name).
+        DataError: a missing, unreadable or mislabelled file; a missing array or column (the ones
+            present listed); NaN (column and row named); time not strictly increasing; a joint
+            count or joint names that do not match the robot; too few samples left by trim or
+            for derivation or decimation.
+    """
+    src = parse_log_source(source)
+    robot = _as_robot(robot)
+    path = src.resolve(base_dir)
+    if not path.is_file():
+        what = "it is a folder, not a file" if path.is_dir() else "no such file"
+        raise DataError(f"cannot load log '{path}': {what}")
+    fmt = src.file_format(path)
+    keys = src.file_keys(fmt)
+    units = src.file_units()
+    reader = {"npz": _npz_columns, "csv": _csv_columns, "mat": _mat_columns}[fmt]
+    try:
+        columns = reader(path, keys, set(src.keys), src)
+    except OSError as exc:
+        raise DataError(f"cannot read '{path}': {exc.strerror or exc}") from None
+    where = columns.where
+    _checked_time(columns)
+    joints, ignored_joints = _match_joints(columns, robot)
+
+    # time in s from the file's first sample (integers subtracted exactly: unix_ms, ns clocks)
+    scale, absolute = TIME_UNITS[units["t"]]
+    raw = columns.t
+    t_file = (raw - raw[0]) * scale
+    n_file = t_file.shape[0]
+    first, last = 0, n_file
+    if src.trim is not None:
+        start, end = src.trim
+        tol = 1e-6 * float(np.median(np.diff(t_file)))
+        first = 0 if start is None else int(np.searchsorted(t_file, start - tol, side="left"))
+        last = n_file if end is None else int(np.searchsorted(t_file, end + tol, side="right"))
+        if last - first < 2:
+            raise DataError(
+                f"trim {json.dumps(list(src.trim))} keeps {max(last - first, 0)} sample(s) of {where}, which spans "
+                f"{t_file[-1]:.6g} s from its first sample; widen the trim"
+            )
+    rows = slice(first, last)
+    t = t_file[rows] - t_file[first]
+
+    angular = np.array([kind != "prismatic" for kind in robot.joint_kinds])
+    signals: dict[str, np.ndarray] = {}
+    for signal in _JOINT_SIGNALS:
+        if signal not in columns.matrix:
+            continue
+        x = _take(columns, signal, joints, rows, robot)
+        if signal != "tau":
+            factor = np.where(angular, ANGLE_UNITS[signal][units[signal]], LENGTH_UNITS[units["length"]])
+            x = x * factor if np.any(factor != 1.0) else x
+        signals[signal] = x
+
+    name = src.name or _default_name(path.stem)
+    parts = _parts(t.shape[0], _gap_starts(t))
+    names = _part_names(name, len(parts))
+    derived = {s: _DERIVED_NOTE[s] for s in ("qd", "qdd") if s not in signals}
+    pieces: list[dict[str, np.ndarray]] = []
+    for part_name, part in zip(names, parts, strict=True):
+        piece = {"t": t[part], **{s: x[part] for s, x in signals.items()}}
+        context = f"{where}, experiment '{part_name}' (samples {first + part.start}:{first + part.stop} of the file)"
+        try:
+            if "qd" in derived:
+                piece["qd"] = _derive(piece["t"], piece["q"])
+            if "qdd" in derived:
+                piece["qdd"] = _derive(piece["t"], piece["qd"])
+            if src.decimate > 1:
+                piece = {
+                    s: downsample(x, src.decimate) if s == "t" else decimate(x, src.decimate) for s, x in piece.items()
+                }
+        except DataError as exc:
+            raise DataError(f"{context}: {exc}") from None
+        pieces.append(piece)
+    t_out = np.concatenate([p["t"] for p in pieces])
+    bounds = np.cumsum([0, *(p["t"].shape[0] for p in pieces)]).tolist()
+    entries = [
+        {"name": part_name, "start": a, "stop": b, "file": str(path)}
+        for part_name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)
+    ]
+
+    metadata: dict[str, Any] = {}
+    stored = columns.metadata
+    if isinstance(stored.get("robot"), str):
+        metadata["robot"] = stored["robot"]  # only what the file says: a real log carries no robot name
+    metadata.update(
+        {
+            "source": "recorded log",
+            "file": str(path),
+            "format": fmt,
+            "log_source": src.model_dump(mode="json"),
+            "keys": {s: keys[s] for s in SIGNALS if s == "t" or s in signals},
+            "units": {k: v for k, v in units.items() if k == "t" or k == "length" or k in signals},
+            "joint_columns": {j: columns.labels["q"][c] for j, c in zip(robot.joint_names, joints, strict=True)},
+            "rate_hz": 1.0 / float(np.median(np.diff(t_out))),
+        }
+    )
+    if absolute:
+        metadata["t0_unix"] = float(raw[first]) * scale
+    elif raw[first] != 0:
+        metadata["t_offset_s"] = float(raw[first]) * scale
+    if src.trim is not None:
+        metadata["trim"] = {
+            "start": src.trim[0],
+            "end": src.trim[1],
+            "samples": [first, last],
+            "file_samples": n_file,
+        }
+    if src.decimate > 1:
+        metadata["decimation"] = {
+            "factor": src.decimate,
+            "rate_hz_before": 1.0 / float(np.median(np.diff(t))),
+            "method": "zero-phase FIR low-pass at the new Nyquist frequency, then every k-th sample "
+            "(robotid_sim.signal.decimate), within each experiment",
+        }
+    if derived:
+        metadata["derived_signals"] = {
+            s: note + (", within each experiment" if len(parts) > 1 else "") for s, note in derived.items()
+        }
+    if ignored_joints:
+        metadata["ignored_joints"] = ignored_joints
+    if columns.ignored:
+        metadata["ignored_columns"] = columns.ignored
+    if stored:
+        metadata["file_metadata"] = stored
+    metadata["experiments"] = entries
+    return Dataset(
+        t_out,
+        *(np.concatenate([p[s] for p in pieces]) for s in _JOINT_SIGNALS),
+        truth=None,
+        joint_names=list(robot.joint_names),
+        metadata=metadata,
+    )
+
+
+def load_logs(
+    sources: Sequence[LogSource | Mapping | str | Path], robot, base_dir: str | Path | None = None
+) -> Dataset:
+    """Load several recordings (:func:`load_log`) and stack them as separate experiments.
+
+    Experiment names default to the file stems; two files with the same stem and no explicit
+    ``name`` get ``-2``, ``-3``, ... appended.
+
+    Args:
+        sources: LogSources, their mappings, or paths (one alone is accepted too).
+        robot: as :func:`load_log`.
+        base_dir: folder relative paths are resolved against.
+
+    Returns:
+        The stacked dataset (:func:`stack_experiments`).
+
+    Raises:
+        ConfigError: no source, a bad LogSource field, or one experiment name given to two files.
+        DataError: as :func:`load_log`.
+    """
+    if isinstance(sources, LogSource | Mapping | str | Path):
+        sources = [sources]
+    parsed = [parse_log_source(s, f"log source {k}") for k, s in enumerate(sources)]
+    if not parsed:
+        raise ConfigError("no log file given; list at least one recording")
+    robot = _as_robot(robot)
+    names: list[str] = []
+    for src in parsed:
+        name = src.name or _default_name(src.resolve(base_dir).stem)
+        if src.name is None:
+            base, k = name, 1
+            while name in names:
+                k += 1
+                name = f"{base[:60]}-{k}"
+        elif name in names:
+            raise ConfigError(
+                f"experiment name '{name}' is given to two log files ({parsed[names.index(name)].path} and "
+                f"{src.path}); give each its own 'name'"
+            )
+        names.append(name)
+    datasets = [
+        load_log(src.model_copy(update={"name": name}), robot, base_dir)
+        for src, name in zip(parsed, names, strict=True)
+    ]
+    return stack_experiments(datasets, names)
+
+
+# ---------------------------------------------------------------------------------------------
+# experiments
+
+
+def _entries(ds: Dataset) -> list[dict[str, Any]] | None:
+    """``metadata["experiments"]`` of ``ds``, checked (DataError naming the problem), or None."""
+    stored = ds.metadata.get("experiments")
+    if stored is None:
+        return None
+    fix = "fix or remove metadata['experiments'] (without it a record is split at its time gaps)"
+    if not isinstance(stored, list) or not stored:
+        raise DataError(f"metadata['experiments'] must be a non-empty list of {{name, start, stop}}; {fix}")
+    expected, seen = 0, set()
+    for k, entry in enumerate(stored):
+        if not isinstance(entry, Mapping):
+            raise DataError(f"metadata['experiments'][{k}] must be a mapping {{name, start, stop}}; {fix}")
+        name, start, stop = entry.get("name"), entry.get("start"), entry.get("stop")
+        try:
+            safe_name(name, "experiment name")
+        except ConfigError as exc:
+            raise DataError(f"metadata['experiments'][{k}]: {exc}") from None
+        if name in seen:
+            raise DataError(f"metadata['experiments'] names '{name}' twice; {fix}")
+        seen.add(name)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, stop)):
+            raise DataError(f"metadata['experiments'][{k}] ('{name}'): start and stop must be sample indices; {fix}")
+        if start != expected or stop <= start:
+            raise DataError(
+                f"metadata['experiments'][{k}] ('{name}') covers samples {start}:{stop} but must start at {expected} "
+                f"and end after it: the experiments cover the {ds.n_samples} samples in order; {fix}"
+            )
+        expected = stop
+    if expected != ds.n_samples:
+        raise DataError(
+            f"metadata['experiments'] covers samples 0:{expected} but the dataset has {ds.n_samples} (was it sliced? "
+            f"Dataset.slice keeps the metadata); {fix}"
+        )
+    return [dict(entry) for entry in stored]
+
+
+def experiments(ds: Dataset) -> list[tuple[str, slice]]:
+    """The experiments of a record: ``[(name, slice of samples), ...]`` in order, covering every sample.
+
+    From ``metadata["experiments"]`` when present (checked); otherwise the record is split where a
+    time step exceeds :data:`GAP_FACTOR` median steps (one file holding two recordings separated
+    by a pause is two experiments: ``experiment1``, ``experiment2``, ...); otherwise it is one
+    experiment named ``all``.
+
+    Raises:
+        DataError: ``metadata["experiments"]`` that is malformed, has unsafe or repeated names, or
+            does not cover the samples 0..N in order.
+    """
+    entries = _entries(ds)
+    if entries is not None:
+        return [(e["name"], slice(e["start"], e["stop"])) for e in entries]
+    parts = _parts(ds.n_samples, _gap_starts(ds.t))
+    if len(parts) == 1:
+        return [("all", parts[0])]
+    return [(f"experiment{k + 1}", part) for k, part in enumerate(parts)]
+
+
+def _segments(ds: Dataset, shift: float) -> list[dict[str, Any]]:
+    """The time segments of ``ds`` (one 'excitation' segment if none), clipped to its time span, shifted."""
+    lo, hi = float(ds.t[0]), float(ds.t[-1]) + ds.dt
+    stored = ds.metadata.get("segments") or [{"label": "excitation", "start": lo, "end": hi, "joint": None}]
+    out = []
+    for seg in stored:
+        start, end = max(float(seg["start"]), lo), min(float(seg["end"]), hi)
+        if end > start:
+            out.append({**seg, "start": start + shift, "end": end + shift})
+    return out
+
+
+def stack_experiments(datasets: Sequence[Dataset], names: Sequence[str] | None = None) -> Dataset:
+    """Stack recordings as separate experiments of one dataset.
+
+    Each next recording is shifted in time to start :data:`STACK_GAP_PERIODS` sample periods (of
+    the slower of the two recordings) after the previous one ends, so t stays strictly increasing
+    and the join shows as a time gap. A recording that holds several experiments keeps them.
+
+    Args:
+        datasets: the recordings, in order; their joint names must be the same.
+        names: one name per recording (default: each recording's experiment names, else
+            ``experiment<k>``); a recording of several experiments gets ``<name>_1``, ``<name>_2``, ...
+
+    Returns:
+        The dataset. ``metadata``: what every recording's metadata shares; ``robot`` when the
+        recordings that name one agree; ``segments`` (shifted, clipped to each recording) when any
+        has them; and ``experiments``: ``{name, start, stop, file, t_shift, metadata}`` per
+        experiment, ``metadata`` holding what that recording's metadata does not share with the
+        others. ``truth`` is kept only when every recording has one.
+
+    Raises:
+        DataError: no recording, joint names that differ (both lists named), recordings of two
+            different robots, or a repeated experiment name.
+        ConfigError: ``names`` of the wrong length or an unsafe name.
+    """
+    datasets = list(datasets)
+    if not datasets:
+        raise DataError("stack_experiments needs at least one dataset")
+    if names is not None:
+        names = list(names)
+        if len(names) != len(datasets):
+            raise ConfigError(f"stack_experiments got {len(names)} names for {len(datasets)} datasets; give one each")
+        for name in names:
+            safe_name(name, "experiment name")
+    joint_names = list(datasets[0].joint_names)
+    for k, ds in enumerate(datasets[1:], start=1):
+        if list(ds.joint_names) != joint_names:
+            raise DataError(
+                f"cannot stack recording {k} with joints [{', '.join(ds.joint_names)}] onto recordings with joints "
+                f"[{', '.join(joint_names)}]; load every recording for the same robot (load_logs matches the joints "
+                "by name)"
+            )
+    robots = {ds.metadata["robot"] for ds in datasets if isinstance(ds.metadata.get("robot"), str)}
+    if len(robots) > 1:
+        raise DataError(
+            f"the recordings were made on different robots ({', '.join(sorted(robots))}); stack recordings of one robot"
+        )
+    private = ("experiments", "segments")
+    metas = [{k: v for k, v in ds.metadata.items() if k not in private} for ds in datasets]
+    common = {k: v for k, v in metas[0].items() if all(k in m and m[k] == v for m in metas[1:])}
+    if robots:
+        common["robot"] = next(iter(robots))
+
+    entries: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    times, segments = [], []
+    start, previous = 0, None
+    for k, ds in enumerate(datasets):
+        shift = 0.0
+        if previous is not None:
+            gap = STACK_GAP_PERIODS * max(previous.dt, ds.dt)
+            shift = float(times[-1][-1] + gap - ds.t[0])
+        times.append(ds.t + shift)
+        segments += _segments(ds, shift)
+        own = {key: v for key, v in metas[k].items() if key not in common}
+        stored = _entries(ds)
+        if stored is None:
+            stored = [{"name": name, "start": s.start, "stop": s.stop, "file": None} for name, s in experiments(ds)]
+            if names is None:
+                base = f"experiment{k + 1}"
+                for entry, name in zip(stored, _part_names(base, len(stored)), strict=True):
+                    entry["name"] = name
+        if names is not None:
+            for entry, name in zip(stored, _part_names(names[k], len(stored)), strict=True):
+                entry["name"] = name
+        for entry in stored:
+            item = {key: v for key, v in entry.items() if key != "metadata"}
+            item.update(
+                start=start + entry["start"],
+                stop=start + entry["stop"],
+                file=entry.get("file") or ds.metadata.get("file"),
+                t_shift=float(entry.get("t_shift", 0.0)) + shift,
+            )
+            entry_meta = {**own, **entry.get("metadata", {})}
+            if entry_meta:
+                item["metadata"] = entry_meta
+            if item["name"] in seen:
+                raise DataError(
+                    f"experiment name '{item['name']}' appears twice in the stack ({seen[item['name']]} and recording "
+                    f"{k}{'' if item['file'] is None else ' ' + repr(item['file'])}); give each recording its own name"
+                )
+            seen[item["name"]] = f"recording {k}" + ("" if item["file"] is None else f" {item['file']!r}")
+            entries.append(item)
+        start += ds.n_samples
+        previous = ds
+    metadata = {**common, "experiments": entries}
+    if any(ds.metadata.get("segments") for ds in datasets):
+        metadata["segments"] = segments
+    truth = None
+    if all(ds.truth is not None for ds in datasets):
+        truth = Signals(*(np.concatenate([getattr(ds.truth, s) for ds in datasets]) for s in _JOINT_SIGNALS))
+    return Dataset(
+        np.concatenate(times),
+        *(np.concatenate([getattr(ds, s) for ds in datasets]) for s in _JOINT_SIGNALS),
+        truth=truth,
+        joint_names=joint_names,
+        metadata=metadata,
+    )
+
+
+def _piece(ds: Dataset, part: slice, metadata: dict[str, Any]) -> Dataset:
+    truth = None if ds.truth is None else Signals(*(getattr(ds.truth, s)[part] for s in _JOINT_SIGNALS))
+    return Dataset(
+        ds.t[part],
+        *(getattr(ds, s)[part] for s in _JOINT_SIGNALS),
+        truth=truth,
+        joint_names=list(ds.joint_names),
+        metadata=metadata,
+    )
+
+
+def per_experiment(ds: Dataset, func: Callable[[Dataset], Dataset]) -> Dataset:
+    """Apply ``func`` to each experiment of ``ds`` on its own and stack the results again.
+
+    Each experiment is passed as a Dataset of its samples (metadata without ``experiments``).
+    ``func`` may change an experiment's length (decimation, trimming); the ranges in
+    ``metadata["experiments"]`` are updated, and its entries otherwise kept. It must keep each
+    experiment's times inside its own span (so t stays increasing). A record of one experiment
+    without ``metadata["experiments"]`` is passed whole.
+
+    Returns:
+        The restacked dataset: the first result's metadata with the updated ``experiments``; a
+        truth only when every result has one.
+
+    Raises:
+        DataError / ConfigError: from ``func`` or an experiment too short for it, with the
+            experiment's name and sample range; results with other joints or overlapping times.
+    """
+    parts = experiments(ds)
+    stored = _entries(ds)
+    if stored is None and len(parts) == 1:
+        return func(ds)
+    base = {k: v for k, v in ds.metadata.items() if k != "experiments"}
+    results = []
+    for name, part in parts:
+        try:
+            out = func(_piece(ds, part, base))
+        except (DataError, ConfigError) as exc:
+            raise type(exc)(f"experiment '{name}' (samples {part.start}:{part.stop}): {exc}") from None
+        if not isinstance(out, Dataset):
+            raise TypeError(f"per_experiment: func must return a Dataset, got {type(out).__name__} for '{name}'")
+        if list(out.joint_names) != list(ds.joint_names):
+            raise DataError(f"per_experiment: func changed the joints of experiment '{name}' to {out.joint_names}")
+        if results and out.t[0] <= results[-1].t[-1]:
+            raise DataError(
+                f"per_experiment: experiment '{name}' starts at t = {out.t[0]} before the previous one ends "
+                f"(t = {results[-1].t[-1]}); func must keep each experiment's times"
+            )
+        results.append(out)
+    bounds = np.cumsum([0, *(r.n_samples for r in results)]).tolist()
+    if stored is None:
+        stored = [{"name": name, "file": None} for name, _ in parts]
+    entries = [{**e, "start": a, "stop": b} for e, a, b in zip(stored, bounds[:-1], bounds[1:], strict=True)]
+    metadata = {**{k: v for k, v in results[0].metadata.items() if k != "experiments"}, "experiments": entries}
+    truth = None
+    if all(r.truth is not None for r in results):
+        truth = Signals(*(np.concatenate([getattr(r.truth, s) for r in results]) for s in _JOINT_SIGNALS))
+    return Dataset(
+        np.concatenate([r.t for r in results]),
+        *(np.concatenate([getattr(r, s) for r in results]) for s in _JOINT_SIGNALS),
+        truth=truth,
+        joint_names=list(ds.joint_names),
+        metadata=metadata,
+    )
+
+
+def preprocess(
+    ds: Dataset, *, lowpass_hz: float | None = None, differentiate: bool = False
+) -> tuple[Dataset, list[str]]:
+    """Zero-phase low-pass and central-difference differentiation within each experiment (SPEC §7).
+
+    For each experiment (:func:`experiments`), at its own sampling rate: a 4th-order zero-phase
+    Butterworth low-pass (:func:`~robotid_sim.signal.butterworth_filtfilt`) on q, qd and tau, and
+    on qdd unless it is recomputed; with ``differentiate``, qd and qdd recomputed from q by central
+    differences (seed 001 Eq. 24, :func:`~robotid_sim.signal.central_difference`). Nothing is
+    filtered or differentiated across the join of two experiments. t and the truth are unchanged.
+
+    Args:
+        ds: the measured dataset.
+        lowpass_hz: cut-off in Hz, or None for no filter.
+        differentiate: recompute qd and qdd from q.
+
+    Returns:
+        ``(dataset, notes)``: the preprocessed dataset (``ds`` itself when nothing is asked) and one
+        line per step for the report.
+
+    Raises:
+        ConfigError: a cut-off at or above an experiment's Nyquist frequency.
+        DataError: an experiment too short for the filter or the differences (named, with its
+            sample range).
+    """
+    if lowpass_hz is None and not differentiate:
+        return ds, []
+
+    def one(part: Dataset) -> Dataset:
+        q, qd, qdd, tau = part.q, part.qd, part.qdd, part.tau
+        fs = 1.0 / part.dt
+        if lowpass_hz is not None:
+            q, qd, tau = (butterworth_filtfilt(x, fs, lowpass_hz) for x in (q, qd, tau))
+        if differentiate:
+            qd = central_difference(q, part.dt)
+            qdd = central_difference(qd, part.dt)
+        elif lowpass_hz is not None:
+            qdd = butterworth_filtfilt(qdd, fs, lowpass_hz)
+        return Dataset(part.t, q, qd, qdd, tau, truth=part.truth, joint_names=part.joint_names, metadata=part.metadata)
+
+    out = per_experiment(ds, one)
+    notes = []
+    if lowpass_hz is not None:
+        notes.append(f"zero-phase Butterworth low-pass at {lowpass_hz} Hz on q, qd, tau")
+    if differentiate:
+        notes.append("qd and qdd recomputed from q by central differences (seed 001 Eq. 24)")
+    parts = experiments(out)
+    if len(parts) > 1:
+        done = " and ".join(
+            w for w, on in (("filtered", lowpass_hz is not None), ("differentiated", differentiate)) if on
+        )
+        notes.append(
+            f"{done} within each of the {len(parts)} experiments ({', '.join(name for name, _ in parts)}), never "
+            "across a join"
+        )
+    return out, notes
