@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from pydantic import Field
 
@@ -14,13 +16,29 @@ from robotid_sim.identification import (
     EstimatorOptions,
     History,
     per_joint_variance,
-    weighted_least_squares,
 )
+from robotid_sim.identification.least_squares import JointWeightedLeastSquares
+
+#: ``diagnostics['stop_reason']`` values
+STOP_SETTLED = "the rejected set did not change"
+STOP_CYCLE = "the rejected set repeated an earlier one (a cycle)"
+STOP_LIMIT = "max_iterations reached"
 
 
 class IRLSEstimator(Estimator):
     """Gautier-weighted least squares in which samples whose residual exceeds a threshold get
-    zero weight (seed 001 Eq. 28–29); re-solve until the set of rejected samples stops changing."""
+    zero weight (seed 001 Eq. 28–29); re-solve until the set of rejected samples stops changing.
+
+    Works on the problem's rows in use (a velocity dead-band's rows are never counted as
+    rejected). Each re-solve is exact but cheap: the per-joint Gram matrices are formed once and a
+    solve subtracts only the rejected rows (:class:`JointWeightedLeastSquares`). The loop stops
+    when the rejected set does not change, or repeats an earlier set (it would cycle).
+
+    Diagnostics: ``iterations``, ``converged``, ``stop_reason``, ``rejected_per_joint`` (rows of
+    each joint rejected), ``rejected_fraction_per_joint`` (of that joint's rows in use),
+    ``rejected_fraction``, ``rejection_limit_per_joint`` (the last residual limits, N·m or N),
+    ``deadband_rows_removed``, and ``outliers_rejected`` / ``outlier_fraction`` (totals).
+    """
 
     name = "irls"
 
@@ -35,52 +53,79 @@ class IRLSEstimator(Estimator):
         max_iterations: int = Field(50, ge=1, description="inner-loop limit")
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
 
-    def _limits(self, residual: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
+    def _limits(self, residual: np.ndarray, keep: np.ndarray, rows_of: list[np.ndarray]) -> np.ndarray:
+        n = len(rows_of)
         if self.threshold is not None:
             return np.full(n, float(self.threshold))
-        r = residual.reshape(-1, n)
-        k = keep.reshape(-1, n)
         limits = np.empty(n)
-        for j in range(n):
-            rj = r[k[:, j], j]
-            limits[j] = self.k_sigma * 1.4826 * np.median(np.abs(rj - np.median(rj)))
+        for j, rows in enumerate(rows_of):
+            rj = residual[rows[keep[rows]]]
+            limits[j] = self.k_sigma * 1.4826 * np.median(np.abs(rj - np.median(rj))) if rj.size else np.inf
         return np.maximum(limits, 1e-12)
 
     def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
-        W, y, n, N = problem.base_regressor(), problem.torque_vector(), problem.n_dof, problem.n_samples
-        fit = weighted_least_squares(W, y)  # Eq. 25: residual of the first LS
+        W, y, n = problem.base_regressor(), problem.torque_vector(), problem.n_dof
+        joint = problem.row_joint()
+        rows_of = [np.flatnonzero(joint == j) for j in range(n)]
+        solver = JointWeightedLeastSquares(W, y, joint, n)
+        weights = np.ones(n)
+        fit = solver.solve(weights, covariance=False)  # Eq. 25: residual of the first LS
         keep = np.ones_like(y, dtype=bool)
+        n_params = solver.n_params(keep)
         history = [fit.beta]
-        iterations = 0
+        seen = {_digest(keep)}
+        iterations, stop_reason = 0, STOP_LIMIT
+        limits = np.full(n, np.inf)
         while iterations < self.max_iterations:
             iterations += 1
-            variance = per_joint_variance(fit.residual, W, n, keep)
-            limits = self._limits(fit.residual, keep, n)
-            new_keep = (np.abs(fit.residual).reshape(-1, n) < limits).reshape(-1)  # Eq. 28
+            variance = per_joint_variance(fit.residual, W, n, keep, row_joint=joint, n_params=n_params)
+            limits = self._limits(fit.residual, keep, rows_of)
+            new_keep = np.abs(fit.residual) < limits[joint]  # Eq. 28
             if new_keep.sum() <= W.shape[1]:
                 raise IdentificationError(
                     "irls rejected almost every sample as an outlier; raise 'threshold' or 'k_sigma'"
                 )
-            weights = np.tile(1.0 / variance, N) * new_keep  # Eq. 29, with Gautier weights
-            fit = weighted_least_squares(W, y, weights)
+            weights = 1.0 / variance
+            fit = solver.solve(weights, new_keep, covariance=False)  # Eq. 29, with Gautier weights
             history.append(fit.beta)
-            changed = int(np.count_nonzero(new_keep != keep))
+            changed = bool(np.any(new_keep != keep))
             keep = new_keep
-            if changed == 0:
+            if not changed:
+                stop_reason = STOP_SETTLED
                 break
+            digest = _digest(keep)
+            if digest in seen:
+                stop_reason = STOP_CYCLE
+                break
+            seen.add(digest)
+            n_params = solver.n_params(keep)
+        covariance = solver.covariance(weights, None if keep.all() else keep, fit)
+        rejected = np.bincount(joint[~keep], minlength=n)
+        in_use = np.maximum(np.bincount(joint, minlength=n), 1)
         return BaseParameterModel.from_problem(
             problem,
             fit.beta,
-            fit.covariance,
+            covariance,
             history=History(np.arange(len(history), dtype=float), np.array(history), problem.base_parameter_names),
             diagnostics={
                 "condition_number": cond,
                 "iterations": iterations,
+                "converged": stop_reason == STOP_SETTLED,
+                "stop_reason": stop_reason,
+                "rejected_per_joint": [int(x) for x in rejected],
+                "rejected_fraction_per_joint": [float(x) for x in rejected / in_use],
+                "rejected_fraction": float(np.mean(~keep)),
+                "rejection_limit_per_joint": [float(x) if np.isfinite(x) else None for x in limits],
                 "outliers_rejected": int(np.count_nonzero(~keep)),
                 "outlier_fraction": float(np.mean(~keep)),
+                **problem.diagnostics(),
             },
         )
+
+
+def _digest(keep: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.packbits(keep).tobytes(), digest_size=16).digest()
 
 
 @hookimpl

@@ -9,7 +9,11 @@ from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorO
 
 
 class OLSEstimator(Estimator):
-    """beta = (WᵀW)⁻¹ Wᵀ tau, solved by QR on the column-scaled stacked base regressor."""
+    """beta = (WᵀW)⁻¹ Wᵀ tau, solved by QR on the column-scaled stacked base regressor.
+
+    Uses the problem's rows in use (a velocity dead-band's rows left out); diagnostics
+    ``condition_number`` and ``deadband_rows_removed``.
+    """
 
     name = "ols"
 
@@ -20,7 +24,7 @@ class OLSEstimator(Estimator):
         cond = problem.check_excitation() if self.check_excitation else None
         fit = weighted_least_squares(problem.base_regressor(), problem.torque_vector())
         return BaseParameterModel.from_problem(
-            problem, fit.beta, fit.covariance, diagnostics={"condition_number": cond}
+            problem, fit.beta, fit.covariance, diagnostics={"condition_number": cond, **problem.diagnostics()}
         )
 
 

@@ -13,28 +13,55 @@ from robotid_sim.identification import (
     per_joint_variance,
     weighted_least_squares,
 )
+from robotid_sim.identification.least_squares import per_group_joint_variance
 
 
 class WLSEstimator(Estimator):
     """Weighted least squares with per-joint weights 1/Λ_j, Λ_j = ‖r_j‖²/(M − n_j) from the OLS
-    residual r (seed 001 Eq. 26), then beta = (Wᵀ G⁻¹ W)⁻¹ Wᵀ G⁻¹ tau (Eq. 27)."""
+    residual r (seed 001 Eq. 26), then beta = (Wᵀ G⁻¹ W)⁻¹ Wᵀ G⁻¹ tau (Eq. 27).
+
+    Uses the problem's rows in use (a velocity dead-band's rows left out of the fit and of Λ_j).
+    With ``per_experiment``, Λ is estimated per experiment and joint (the recordings stacked in
+    the data, :attr:`IdentificationProblem.experiments`), so a noisier recording weighs less.
+
+    Diagnostics: ``condition_number``, ``joint_noise_std`` (√Λ_j over all the data),
+    ``deadband_rows_removed``, and with ``per_experiment`` ``experiment_noise_std``: a list of
+    ``{"name", "joint_noise_std"}``, one per experiment.
+    """
 
     name = "wls"
 
     class Options(EstimatorOptions):
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
+        per_experiment: bool = Field(
+            False,
+            description="estimate the noise variance per experiment and joint, so each stacked recording is "
+            "weighted by its own noise (one experiment without metadata['experiments'])",
+        )
 
     def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
         W, y, n = problem.base_regressor(), problem.torque_vector(), problem.n_dof
+        joint = problem.row_joint()
         ols = weighted_least_squares(W, y)
-        variance = per_joint_variance(ols.residual, W, n)
-        fit = weighted_least_squares(W, y, np.tile(1.0 / variance, problem.n_samples))
+        variance = per_joint_variance(ols.residual, W, n, row_joint=joint)
+        diagnostics = {"condition_number": cond, "joint_noise_std": np.sqrt(variance).tolist()}
+        if self.per_experiment:
+            experiments = problem.experiments
+            group = problem.row_experiment()
+            cell_variance = per_group_joint_variance(
+                ols.residual, W, n, row_joint=joint, row_group=group, n_groups=len(experiments)
+            )
+            weights = 1.0 / cell_variance[group, joint]
+            diagnostics["experiment_noise_std"] = [
+                {"name": name, "joint_noise_std": np.sqrt(v).tolist()}
+                for (name, _), v in zip(experiments, cell_variance, strict=True)
+            ]
+        else:
+            weights = 1.0 / variance[joint]
+        fit = weighted_least_squares(W, y, weights)
         return BaseParameterModel.from_problem(
-            problem,
-            fit.beta,
-            fit.covariance,
-            diagnostics={"condition_number": cond, "joint_noise_std": np.sqrt(variance).tolist()},
+            problem, fit.beta, fit.covariance, diagnostics={**diagnostics, **problem.diagnostics()}
         )
 
 

@@ -10,7 +10,13 @@ from robotid_sim.identification.kinds import (
     ResidualModel,
     StandardParameterModel,
 )
-from robotid_sim.identification.least_squares import LeastSquaresFit, per_joint_variance, weighted_least_squares
+from robotid_sim.identification.least_squares import (
+    JointWeightedLeastSquares,
+    LeastSquaresFit,
+    per_group_joint_variance,
+    per_joint_variance,
+    weighted_least_squares,
+)
 from robotid_sim.identification.model import History, IdentifiedModel, load_model
 from robotid_sim.identification.problem import IdentificationProblem
 
@@ -31,5 +37,7 @@ __all__ = [
     "StandardParameterModel",
     "load_model",
     "per_joint_variance",
+    "per_group_joint_variance",
+    "JointWeightedLeastSquares",
     "weighted_least_squares",
 ]

@@ -130,7 +130,7 @@ class Estimator:
         """Identify a model from ``problem``.
 
         Validates the options, times ``_fit``, and stamps the model with this estimator's
-        name, options and ``diagnostics['fit_time_s']``.
+        name, options, ``diagnostics['fit_time_s']`` and ``diagnostics['deadband_rows_removed']``.
         """
         if not isinstance(problem, IdentificationProblem):
             raise IdentificationError(
@@ -148,6 +148,7 @@ class Estimator:
         model.estimator = self.name
         model.options = params
         model.diagnostics.setdefault("fit_time_s", elapsed)
+        model.diagnostics.setdefault("deadband_rows_removed", list(problem.deadband_rows_removed))
         return model
 
     def _fit(self, problem: IdentificationProblem) -> IdentifiedModel:  # pragma: no cover - abstract

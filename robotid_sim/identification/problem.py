@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
+from collections.abc import Sequence
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -10,14 +13,17 @@ from typing import Any
 import numpy as np
 
 from robotid_sim.dynamics.base_parameters import BaseParameters
-from robotid_sim.errors import DataError, IdentificationError
+from robotid_sim.errors import ConfigError, DataError, IdentificationError
 from robotid_sim.excitation.base import Segment
-from robotid_sim.identification.metrics import condition_number
 from robotid_sim.robot.model import Robot
 from robotid_sim.robot.structure import RobotStructure
+from robotid_sim.sim.logs import experiments
 
 #: condition number above which the excitation is called rank-deficient
 RANK_DEFICIENT_CONDITION = 1e10
+
+
+#: the one experiment of a dataset whose metadata names none
 
 
 def _generic_names(n: int) -> list[str]:
@@ -76,6 +82,45 @@ def check_data_matches_robot(dataset, structure) -> None:
     )
 
 
+def validate_velocity_deadband(value, n_dof: int) -> np.ndarray | None:
+    """The per-joint dead-band thresholds (n,) of ``velocity_deadband``, or None when it is None.
+
+    Args:
+        value: None, one number for every joint, or a sequence of ``n_dof`` numbers (rad/s for a
+            revolute joint, m/s for a prismatic one), each finite and ≥ 0.
+        n_dof: the robot's joint count.
+
+    Raises:
+        ConfigError: naming ``velocity_deadband``, the value and what is allowed.
+    """
+    if value is None:
+        return None
+    allowed = f"one number ≥ 0 for every joint or a list of {n_dof} (rad/s or m/s, one per joint)"
+
+    def number(x) -> float:
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            raise ConfigError(f"velocity_deadband must be {allowed}; got {value!r}")
+        x = float(x)
+        if math.isnan(x) or math.isinf(x):
+            raise ConfigError(f"velocity_deadband must be finite; got {value!r} ({allowed})")
+        if x < 0:
+            raise ConfigError(f"velocity_deadband must not be negative; got {value!r} ({allowed})")
+        return x
+
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return np.full(n_dof, number(value))
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise ConfigError(f"velocity_deadband must be {allowed}; got {value!r}")
+    values = list(value)
+    if len(values) != n_dof:
+        raise ConfigError(
+            f"velocity_deadband has {len(values)} values but the robot has {n_dof} joints; give {allowed}"
+        )
+    return np.array([number(x) for x in values], dtype=float)
+
+
 @dataclass(eq=False)
 class IdentificationProblem:
     """What an estimator is given: the robot's structure, the measured data and its segments.
@@ -85,23 +130,47 @@ class IdentificationProblem:
     the dataset is stored without its noise-free ``truth``. The runner and the metrics keep the
     :class:`~robotid_sim.robot.Robot` with its true parameters; estimators never see it.
 
+    **Rows in use (the velocity dead-band).** The linear equations are the rows
+    ``tau[i, j] = Y[i, j, :] @ beta`` of sample i and joint j, stacked sample-major (row
+    ``i * n + j``). With ``velocity_deadband``, the rows where ``|qd[i, j]|`` is below joint
+    j's threshold are *left out* of joint j's equations: there sign(qd) of the Coulomb terms is
+    decided by the velocity noise, not by the motion. :meth:`base_regressor` and
+    :meth:`torque_vector` return only the rows in use (m ≤ N·n of them), so an estimator that
+    solves least squares on them, computes residual variances or a robust scale from them,
+    honours the dead-band without knowing of it. Per-row structure is given alongside, for
+    the rows in use: :meth:`row_joint`, :meth:`row_sample`, :meth:`row_experiment`,
+    :meth:`row_index` (position in the full N·n stacking). :meth:`row_weights` is the 0/1 weight
+    of every one of the N·n rows. Do not ``reshape(-1, n)`` the stacked arrays: with a
+    dead-band they are not N whole samples; group by :meth:`row_joint` instead.
+    ``base_regressor(stacked=False)`` (N, n, b) keeps the layout and sets the rows out of use to
+    zero (a least-squares solve on it with any torque gives the same estimate), and
+    ``all_rows=True`` gives every row, the dead-band not applied. Without a dead-band every
+    row is in use and nothing changes.
+
     Args:
         robot: a :class:`Robot` (only its structure is kept) or a :class:`RobotStructure`.
         dataset: measured signals (``t, q, qd, qdd, tau``, each (N, n)).
+        velocity_deadband: None (default), or a velocity threshold in rad/s (m/s for a prismatic
+            joint), one for all joints or one per joint; 0 for a joint keeps all its rows.
 
     Raises:
         DataError: the data was recorded on another robot or with other joints (its
             ``metadata["robot"]``, ``joint_names`` or joint count differ; see
-            :func:`check_data_matches_robot`).
+            :func:`check_data_matches_robot`), or its ``metadata["experiments"]`` is malformed.
+        ConfigError: ``velocity_deadband`` is negative, NaN, not a number or has the wrong length.
+        IdentificationError: the dead-band leaves a joint no row at all. A dead-band that makes
+            the base regressor rank-deficient is refused by :meth:`base_regressor`.
 
     Attributes:
         structure: the robot structure.
         dataset: the measured dataset, ``truth`` removed.
         base: base-parameter reduction of the structure (names, columns, ``K``; no values).
+        velocity_deadband: the validated thresholds as a tuple of n floats, or None.
     """
 
     robot: InitVar[Robot | RobotStructure]
     dataset: Any
+    velocity_deadband: float | Sequence[float] | None = field(default=None, kw_only=True)
     structure: RobotStructure = field(init=False)
     base: BaseParameters = field(init=False)
 
@@ -110,6 +179,23 @@ class IdentificationProblem:
         if getattr(self.dataset, "truth", None) is not None:
             self.dataset = dataclasses.replace(self.dataset, truth=None)
         check_data_matches_robot(self.dataset, self.structure)
+        thresholds = validate_velocity_deadband(self.velocity_deadband, self.structure.n_dof)
+        self.velocity_deadband = None if thresholds is None else tuple(float(x) for x in thresholds)
+        self._experiments = experiments(self.dataset)
+        self._keep = None
+        if thresholds is not None:
+            qd = np.asarray(self.dataset.qd, float)
+            keep = np.abs(qd) >= thresholds  # (N, n)
+            empty = [j for j in range(keep.shape[1]) if not keep[:, j].any()]
+            if empty:
+                names = [self.structure.joint_names[j] for j in empty]
+                raise IdentificationError(
+                    f"velocity_deadband {list(self.velocity_deadband)} removes every sample of joint(s) {names} "
+                    f"(|qd| never reaches the threshold: max |qd| = "
+                    f"{[round(float(np.abs(qd[:, j]).max()), 6) for j in empty]}); lower it for those joints"
+                )
+            if not keep.all():
+                self._keep = keep.reshape(-1)
         self.base = self.structure.base_parameters()
 
     @property
@@ -121,38 +207,128 @@ class IdentificationProblem:
         return self.dataset.q.shape[0]
 
     @property
+    def n_rows(self) -> int:
+        """Number m of equations in use: N·n less the rows the velocity dead-band removed."""
+        return self.n_samples * self.n_dof if self._keep is None else int(np.count_nonzero(self._keep))
+
+    @property
     def base_parameter_names(self) -> list[str]:
         return list(self.base.names)
+
+    @property
+    def experiments(self) -> list[tuple[str, slice]]:
+        """The recordings stacked in the data, (name, sample slice) in order (:func:`robotid_sim.sim.logs.experiments`).
+
+        From the dataset's ``metadata["experiments"]`` (validated on construction); data
+        without it is one experiment ``"all"``.
+        """
+        return list(self._experiments)
 
     @property
     def segments(self) -> tuple[Segment, ...]:
         """Labelled time ranges of the data (static, constant velocity, one joint moving, ...).
 
         Read from the dataset's ``metadata['segments']`` (written by :func:`simulate` from the
-        excitation); a record without them is one ``'excitation'`` segment.
+        excitation); a record without them is one ``'excitation'`` segment per experiment
+        (:attr:`experiments`), each from its first sample to the next experiment's first.
         """
-        t = self.dataset.t
+        t = np.asarray(self.dataset.t, float)
         stored = self.dataset.metadata.get("segments") if isinstance(self.dataset.metadata, dict) else None
-        if not stored:
-            return (Segment("excitation", float(t[0]), float(t[-1]) + self.dataset.dt),)
-        return tuple(Segment(str(s["label"]), float(s["start"]), float(s["end"]), s.get("joint")) for s in stored)
+        if stored:
+            return tuple(Segment(str(s["label"]), float(s["start"]), float(s["end"]), s.get("joint")) for s in stored)
+        end = float(t[-1]) + self.dataset.dt
+        return tuple(
+            Segment("excitation", float(t[sl.start]), float(t[sl.stop]) if sl.stop < len(t) else end)
+            for _, sl in self._experiments
+        )
 
+    # ------------------------------------------------------------------ rows in use
+    def row_weights(self) -> np.ndarray:
+        """(N·n,) weight of every stacked row (sample-major, as ``base_regressor(all_rows=True)``):
+        1 for a row in use, 0 for one the velocity dead-band removed."""
+        if self._keep is None:
+            return np.ones(self.n_samples * self.n_dof)
+        return self._keep.astype(float)
+
+    def row_index(self) -> np.ndarray:
+        """(m,) position of each row in use in the full N·n sample-major stacking."""
+        return self._row_index
+
+    @cached_property
+    def _row_index(self) -> np.ndarray:
+        index = np.arange(self.n_samples * self.n_dof) if self._keep is None else np.flatnonzero(self._keep)
+        index.setflags(write=False)
+        return index
+
+    def row_joint(self) -> np.ndarray:
+        """(m,) joint (0-based) of each row in use of :meth:`base_regressor` / :meth:`torque_vector`."""
+        return self._row_index % self.n_dof
+
+    def row_sample(self) -> np.ndarray:
+        """(m,) sample index of each row in use."""
+        return self._row_index // self.n_dof
+
+    def row_experiment(self) -> np.ndarray:
+        """(m,) index into :attr:`experiments` of each row in use."""
+        starts = np.array([sl.start for _, sl in self._experiments])
+        return np.searchsorted(starts, self.row_sample(), side="right") - 1
+
+    @property
+    def deadband_rows_removed(self) -> list[int]:
+        """Per joint, how many of its N rows the velocity dead-band removed (zeros without one)."""
+        if self._keep is None:
+            return [0] * self.n_dof
+        return [int(x) for x in np.count_nonzero(~self._keep.reshape(-1, self.n_dof), axis=0)]
+
+    def diagnostics(self) -> dict[str, Any]:
+        """What the problem did to the data, for an estimator's model diagnostics:
+        ``deadband_rows_removed`` (list of n ints)."""
+        return {"deadband_rows_removed": self.deadband_rows_removed}
+
+    # ------------------------------------------------------------------ regressor and torque
     @cached_property
     def _base_regressor(self) -> np.ndarray:
         ds = self.dataset
         return self.base.regressor(ds.q, ds.qd, ds.qdd)
 
-    def base_regressor(self, stacked: bool = True) -> np.ndarray:
-        """Base regressor on the dataset: (N·n, b) stacked sample-major, or (N, n, b)."""
+    @cached_property
+    def _kept_regressor(self) -> np.ndarray:
         Y = self._base_regressor
-        return Y.reshape(-1, Y.shape[-1]) if stacked else Y
+        W = Y.reshape(-1, Y.shape[-1])
+        return W if self._keep is None else W[self._keep]
 
-    def torque_vector(self) -> np.ndarray:
-        """Measured torque stacked like :meth:`base_regressor`: (N·n,)."""
-        return np.asarray(self.dataset.tau, float).reshape(-1)
+    @cached_property
+    def _zeroed_regressor(self) -> np.ndarray:
+        Y = self._base_regressor.copy()
+        Y[~self._keep.reshape(Y.shape[:2])] = 0.0
+        return Y
 
+    def base_regressor(self, stacked: bool = True, *, all_rows: bool = False) -> np.ndarray:
+        """Base regressor on the dataset.
+
+        Args:
+            stacked: True: (m, b), the rows in use stacked sample-major (m = N·n without a
+                velocity dead-band). False: (N, n, b), the rows out of use set to zero.
+            all_rows: every row, the dead-band not applied: (N·n, b) or (N, n, b).
+
+        Raises:
+            IdentificationError: the velocity dead-band leaves the rows in use rank-deficient
+                while the data without it is not (checked once, when the dead-band removed rows).
+        """
+        Y = self._base_regressor
+        if all_rows or self._keep is None:
+            return Y.reshape(-1, Y.shape[-1]) if stacked else Y
+        self._check_deadband_rank()
+        return self._kept_regressor if stacked else self._zeroed_regressor
+
+    def torque_vector(self, *, all_rows: bool = False) -> np.ndarray:
+        """Measured torque stacked like :meth:`base_regressor`: (m,) rows in use, or (N·n,) with ``all_rows``."""
+        tau = np.asarray(self.dataset.tau, float).reshape(-1)
+        return tau if all_rows or self._keep is None else tau[self._keep]
+
+    # ------------------------------------------------------------------ excitation checks
     def check_excitation(self) -> float:
-        """Condition number of the base regressor on this data (as seed 001 reports it).
+        """Condition number of the base regressor on this data (as seed 001 reports it), on the rows in use.
 
         Rank deficiency is judged on the column-normalised regressor, so that parameters of very
         different scales (masses, small inertias) do not look unexcited.
@@ -163,28 +339,80 @@ class IdentificationProblem:
         """
         return self._excitation_condition
 
+    def _deadband_note(self) -> str:
+        if self._keep is None:
+            return ""
+        return (
+            f" (after velocity_deadband {list(self.velocity_deadband)} removed {self.deadband_rows_removed} rows "
+            "per joint; a lower dead-band keeps more)"
+        )
+
+    @staticmethod
+    def _rank_test(W: np.ndarray) -> tuple[np.ndarray, float, np.ndarray | None, float]:
+        """(dead columns, scaled condition number, last right singular vector of the scaled W, cond(W)).
+
+        One QR of W (R only) and SVDs of the b×b factor: W D⁻¹ = Q (R D⁻¹) has the singular values and
+        right singular vectors of R D⁻¹, for any column scaling D.
+        """
+        import scipy.linalg
+
+        scale = np.linalg.norm(W, axis=0)
+        dead = np.flatnonzero(scale < 1e-12 * max(scale.max(), 1e-300))
+        if dead.size:
+            return dead, np.inf, None, np.inf
+        (R,) = scipy.linalg.qr(W, mode="r", check_finite=False)
+        R = R[: W.shape[1]]
+        _, s, Vt = np.linalg.svd(R / scale)
+        scaled = float(s[0] / s[-1]) if s[-1] > 0 else np.inf
+        raw = np.linalg.svd(R, compute_uv=False)
+        tiny = raw.size == 0 or raw[0] == 0 or raw[-1] <= np.finfo(float).eps * raw[0] * max(W.shape)
+        return dead, scaled, Vt[-1], float("inf") if tiny else float(raw[0] / raw[-1])
+
+    @cached_property
+    def _kept_rank_test(self):
+        W = self._kept_regressor
+        return self._rank_test(W)
+
+    @cached_property
+    def _deadband_rank_checked(self) -> bool:
+        dead, cond, v, _ = self._kept_rank_test
+        if not dead.size and cond <= RANK_DEFICIENT_CONDITION:
+            return True
+        full_dead, full_cond, _, _ = self._rank_test(self.base_regressor(all_rows=True))
+        if full_dead.size or full_cond > RANK_DEFICIENT_CONDITION:
+            return True  # the excitation itself is deficient: check_excitation's business
+        if dead.size:
+            what = f"base parameter(s) {[self.base.names[i] for i in dead]} have an all-zero regressor column"
+        else:
+            weakest = np.argsort(-np.abs(v))[:3]
+            what = f"the combination of {[self.base.names[i] for i in weakest]} is not excited (condition {cond:.3g})"
+        raise IdentificationError(
+            f"velocity_deadband {list(self.velocity_deadband)} makes the problem rank-deficient: on the rows it "
+            f"keeps, {what}; it removed {self.deadband_rows_removed} of {self.n_samples} rows per joint. Lower "
+            "velocity_deadband, or record more motion above it"
+        )
+
+    def _check_deadband_rank(self) -> None:
+        if self._keep is not None:
+            self._deadband_rank_checked  # noqa: B018 - cached: raises once per problem
+
     @cached_property
     def _excitation_condition(self) -> float:
         """:meth:`check_excitation`, computed once per problem (every estimator of a study asks)."""
-        W = self.base_regressor()
-        scale = np.linalg.norm(W, axis=0)
-        dead = np.flatnonzero(scale < 1e-12 * max(scale.max(), 1e-300))
+        self._check_deadband_rank()
+        dead, scaled_cond, v, cond = self._kept_rank_test
         if dead.size:
             names = [self.base.names[i] for i in dead]
             raise IdentificationError(
                 f"rank-deficient excitation: base parameter(s) {names} have an all-zero regressor column on "
-                "this data (the joints that excite them do not move); use a richer excitation"
+                f"this data (the joints that excite them do not move){self._deadband_note()}; use a richer excitation"
             )
-        Wn = W / scale
-        _, s, Vt = np.linalg.svd(Wn, full_matrices=False)
-        scaled_cond = float(s[0] / s[-1]) if s[-1] > 0 else np.inf
         if scaled_cond > RANK_DEFICIENT_CONDITION:
-            cond = scaled_cond
-            weakest = np.argsort(-np.abs(Vt[-1]))[:3]
+            weakest = np.argsort(-np.abs(v))[:3]
             names = [self.base.names[i] for i in weakest]
             raise IdentificationError(
-                f"rank-deficient excitation: condition number {cond:.3g} of the base regressor; the "
-                f"combination of {names} is not excited. Use a longer or optimised excitation "
-                "(e.g. excitation.type: fourier with optimize)"
+                f"rank-deficient excitation: condition number {scaled_cond:.3g} of the base regressor; the "
+                f"combination of {names} is not excited{self._deadband_note()}. Use a longer or optimised "
+                "excitation (e.g. excitation.type: fourier with optimize)"
             )
-        return condition_number(W)
+        return cond  # = metrics.condition_number of the rows in use
