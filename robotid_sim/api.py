@@ -9,13 +9,17 @@ if TYPE_CHECKING:
     from robotid_sim.robot import Robot
 
 
-def identify(dataset, robot: Robot | str, estimator: str = "wls", **options) -> IdentifiedModel:
+def identify(
+    dataset, robot: Robot | str, estimator: str = "wls", *, velocity_deadband=None, **options
+) -> IdentifiedModel:
     """Identify a model of ``robot`` from ``dataset`` with a registered estimator.
 
     Args:
         dataset: a :class:`~robotid_sim.sim.dataset.Dataset` (simulated or loaded from a file).
         robot: a :class:`Robot`, a bundled robot name or a URDF path (its structure is used).
         estimator: estimator name (``robotid-sim plugins`` lists them).
+        velocity_deadband: rad/s or m/s, one for all joints or one per joint: samples where |qd_j| is
+            below it are left out of joint j's equations (:class:`IdentificationProblem`).
         **options: the estimator's options; an unknown option raises ConfigError listing valid ones.
 
     Raises:
@@ -32,4 +36,4 @@ def identify(dataset, robot: Robot | str, estimator: str = "wls", **options) -> 
     est = get_estimator(estimator).from_options(**options)  # a bad option fails before the robot is built
     if not isinstance(robot, Robot):
         robot = load_robot(robot)
-    return est.fit(IdentificationProblem(robot, dataset))
+    return est.fit(IdentificationProblem(robot, dataset, velocity_deadband=velocity_deadband))

@@ -238,33 +238,91 @@ def _estimator_options(text: str | None) -> dict:
     return options
 
 
+def _lock_joints(values: list[str] | None) -> dict[str, float]:
+    """``--lock-joint NAME=VALUE`` (repeatable) as a mapping; a malformed one names the flag and the form."""
+    locks: dict[str, float] = {}
+    for text in values or []:
+        name, sep, value = text.partition("=")
+        try:
+            number = float(value) if sep and name else math.nan
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise ConfigError(f"--lock-joint {text!r}: write NAME=VALUE with VALUE in rad or m, e.g. finger1=0.02")
+        locks[name.strip()] = number
+    return locks
+
+
+def _existing_files(paths: list[str], flag: str) -> None:
+    for value in paths:
+        path = Path(value)
+        if not path.is_file():
+            what = "is a folder, not a data file" if path.is_dir() else "does not exist"
+            raise DataError(f"{flag} '{value}' {what}; give an .npz, .csv or .mat recording")
+
+
 def cmd_identify(args) -> int:
     options = _estimator_options(args.options)
-    out = _model_output(args.out) if args.out else None
-    if not Path(args.data).is_file():
-        what = "is a folder, not a data file" if Path(args.data).is_dir() else "does not exist"
-        raise DataError(f"--data '{args.data}' {what}; give an .npz, .csv or .mat dataset")
+    estimators = args.estimator or ["wls"]
+    if options and len(estimators) > 1:
+        raise ConfigError("--options applies to one estimator; give a single --estimator with it")
+    study = bool(args.validate)  # held-out data: a whole study in a run folder under --out
+    out = _model_output(args.out) if args.out is not None and not study else None
+    if out is not None and len(estimators) > 1:
+        raise ConfigError("--out model.json holds one model; give a single --estimator, or --validate for a study")
+    _existing_files(args.data, "--data")
+    _existing_files(args.validate or [], "--validate")
+    layout = _yaml_file(args.layout, "--layout", "LogSource fields", "'units: {q: deg}'", "") if args.layout else {}
+    scenario = {
+        "name": args.name,
+        "robot": args.robot,
+        "sidecar": args.sidecar,
+        "lock_joints": _lock_joints(args.lock_joint),
+        "data": {"identification": args.data, "validation": args.validate or [], "defaults": layout},
+        "preprocessing": {"lowpass_hz": args.lowpass, "differentiate": args.differentiate},
+        "identification": {"velocity_deadband": args.deadband},
+        "estimators": [{"name": name, "options": options} for name in estimators],
+    }
+    from robotid_sim.scenario.schema import parse_scenario
+
+    if study:
+        from robotid_sim.report.tables import rich_comparison_table
+        from robotid_sim.scenario import load_run_result, run_scenario
+
+        sc = parse_scenario(scenario, "identify")
+        with _progress() as progress:
+            run_dir = run_scenario(sc, out_dir=args.out, progress=_Bars(progress))
+        _out().print(rich_comparison_table(load_run_result(run_dir)))
+        _out().print(f"[bold green]run folder[/] {run_dir}")
+        _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
+        return 0
 
     from rich.table import Table
 
     import robotid_sim as rid
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
-    from robotid_sim.sim.dataset import load_dataset_for_robot
+    from robotid_sim.sim.logs import load_logs, parse_log_source, preprocess
 
-    estimator = get_estimator(args.estimator).from_options(**options)  # unknown name / bad option: before the work
-    robot = rid.load_robot(args.robot)
-    ds = load_dataset_for_robot(args.data, robot)
-    model = estimator.fit(IdentificationProblem(robot, ds))
-    table = Table(title=f"{args.estimator} on {args.data}")
-    for col in ("parameter", "value", "std"):
-        table.add_column(col, justify="right" if col != "parameter" else "left")
-    names, values, std = model.parameter_table()
-    for k, (name, value) in enumerate(zip(names, values, strict=True)):
-        table.add_row(name, f"{value:.6g}", "" if std is None else f"{std[k]:.3g}")
-    _out().print(table)
-    if out is not None:
-        _out().print(f"wrote {model.save(out)}")
+    parse_scenario({**scenario, "data": None}, "identify")  # every field checked before the work
+    fitters = [get_estimator(name).from_options(**options) for name in estimators]
+    robot = rid.load_robot(args.robot, sidecar=args.sidecar, lock_joints=scenario["lock_joints"] or None)
+    sources = [parse_log_source({**layout, "path": path}, "--layout") for path in args.data]
+    ds, notes = preprocess(load_logs(sources, robot), lowpass_hz=args.lowpass, differentiate=args.differentiate)
+    for note in notes:
+        _out().print(f"[dim]{note}[/]")
+    problem = IdentificationProblem(robot, ds, velocity_deadband=args.deadband)
+    for name, estimator in zip(estimators, fitters, strict=True):
+        model = estimator.fit(problem)
+        table = Table(title=f"{name} on {', '.join(args.data)}")
+        for col in ("parameter", "value", "std"):
+            table.add_column(col, justify="right" if col != "parameter" else "left")
+        names, values, std = model.parameter_table()
+        for k, (parameter, value) in enumerate(zip(names, values, strict=True)):
+            table.add_row(parameter, f"{value:.6g}", "" if std is None else f"{std[k]:.3g}")
+        _out().print(table)
+        if out is not None:
+            _out().print(f"wrote {model.save(out)}")
     return 0
 
 
@@ -363,15 +421,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_simulate)
 
-    p = add_parser("identify", help="identify a model from a data file")
-    p.add_argument("--data", required=True, help=".npz, .csv or .mat dataset")
+    p = add_parser(
+        "identify",
+        help="identify from recordings (simulated or a real robot's logs); with --validate, a whole study",
+        description="Identify from one or more recordings, stacked as separate experiments. With --validate the "
+        "models are evaluated on held-out recordings and a run folder with metrics, plots and a report is written "
+        "under --out (default ./runs), like 'robotid-sim run' on a scenario with 'data:'.",
+    )
+    p.add_argument("--data", action="append", required=True, help="identification recording (.npz/.csv/.mat); repeat")
+    p.add_argument("--validate", action="append", help="held-out recording for validation; repeat")
     p.add_argument("--robot", required=True, help="bundled robot name or URDF path")
-    p.add_argument("--estimator", default="wls")
+    p.add_argument("--sidecar", help="YAML sidecar for the URDF (friction, rotor inertia, limits)")
+    p.add_argument(
+        "--lock-joint", action="append", metavar="NAME=VALUE", help="make a joint fixed at VALUE (rad or m); repeat"
+    )
+    p.add_argument(
+        "--layout",
+        help="YAML of the recordings' layout, shared by every file: keys, units, joint_names, trim, decimate "
+        "(robotid_sim.sim.logs.LogSource)",
+    )
+    p.add_argument("--estimator", action="append", help="estimator name (default wls); repeat to compare")
     p.add_argument("--options", help="estimator options as JSON, e.g. '{\"threshold\": 8}'")
+    p.add_argument("--lowpass", type=float, help="zero-phase low-pass (Hz) on q, qd, tau within each recording")
+    p.add_argument("--differentiate", action="store_true", help="qd, qdd from q by central differences")
+    p.add_argument("--deadband", type=float, help="velocity dead-band (rad/s or m/s) of the Coulomb terms")
+    p.add_argument("--name", default="identify", help="study name, used in the run folder's name")
     p.add_argument(
         "--out",
-        help="save the model as JSON here (its arrays go to the .npz beside it); the folder must exist and "
-        "neither file may exist",
+        help="with --validate: parent folder of the run folder (default ./runs); without: save the model as "
+        "JSON here (its arrays go to the .npz beside it; neither file may exist)",
     )
     p.set_defaults(func=cmd_identify)
 

@@ -350,7 +350,7 @@ def no_simulation(monkeypatch):
             "random_waypoints",
         ),
         ({"excitation": {"type": "polynomial", "random_waypoints": 6, "durations": "auto"}}, "validation.excitation"),
-        ({"preprocessing": {"lowpass_hz": 80}}, "must be below the Nyquist frequency simulation.rate_hz / 2 = 50 Hz"),
+        ({"preprocessing": {"lowpass_hz": 80}}, "must be below the Nyquist frequency of simulation.rate_hz, 50 Hz"),
         ({"preprocessing": {"period_average": 3}}, "period_average needs a periodic (fourier) excitation"),
         (
             {

@@ -83,6 +83,7 @@ def work(tmp_path_factory) -> Path:
     (root / "noise_std_length.yaml").write_text("tau: {std: [0.1, 0.2]}\n")
     (root / "noise_bool.yaml").write_text("tau: {std: true}\n")
     (root / "exc_ten.yaml").write_text("type: polynomial\nrandom_waypoints: ten\n")
+    (root / "layout_bad.yaml").write_text("units: {q: gradians}\n")
     (root / "exc_seed.yaml").write_text("type: polynomial\nrandom_waypoints: 3\nseed: -5\n")
     (root / "exc_type.yaml").write_text("type: chirp\n")
     (root / "binary.csv").write_bytes(bytes(range(256)) * 4)
@@ -200,6 +201,16 @@ CLI_CASES = [
         r"unknown estimator 'magic'",
     ),
     ("data_missing", [*IDENT, "--data", "nothing.npz"], r"--data 'nothing.npz' does not exist"),
+    ("validate_missing", [*IDENT, "--data", "three_axis.npz", "--validate", "no.npz"], r"--validate 'no.npz' does not"),
+    ("lock_joint_malformed", [*IDENT, "--data", "three_axis.npz", "--lock-joint", "joint1"], r"--lock-joint 'joint1'"),
+    ("lock_joint_unknown", [*IDENT, "--data", "three_axis.npz", "--lock-joint", "elbow=0.1"], r"elbow"),
+    (
+        "options_for_two_estimators",
+        [*IDENT, "--estimator", "wls", "--data", "three_axis.npz", "--options", '{"a": 1}'],
+        r"--options applies to one estimator",
+    ),
+    ("deadband_negative", [*IDENT, "--data", "three_axis.npz", "--deadband", "-1"], r"velocity_deadband"),
+    ("layout_bad_unit", [*IDENT, "--data", "three_axis.npz", "--layout", "layout_bad.yaml"], r"gradians"),
     ("data_binary_csv", [*IDENT, "--data", "binary.csv"], r"'binary.csv' is not a CSV text file"),
     ("data_latin1_csv", [*IDENT, "--data", "latin1.csv"], r"'latin1.csv' is not UTF-8 text"),
     ("data_renamed_csv_columns", [*IDENT, "--data", "renamed.csv"], r"has joint columns for axis1, axis2, axis3"),

@@ -56,6 +56,8 @@ class StudyResult:
             friction torque against velocity.
         notes: free-text lines (warnings, what was skipped and why).
         info: extra key/values shown at the top (seed, noise, excitation, condition number, ...).
+        baselines: names of outcomes that are references, not estimators (the ``CAD`` row: the robot's own
+            parameters); shown in the tables but never marked best.
     """
 
     title: str
@@ -70,3 +72,4 @@ class StudyResult:
     friction_curves: dict[str, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
     info: dict[str, str] = field(default_factory=dict)
+    baselines: list[str] = field(default_factory=list)

@@ -103,6 +103,8 @@ class _Column:
 _COMPARISON_COLUMNS: tuple[_Column, ...] = (
     _Column("torque RMS", _total_rms, "min"),
     _Column("torque RMS vs truth", lambda o: _scalar(o, "torque_rms_vs_truth_total"), "min"),
+    _Column("mean nRMS [% of range]", lambda o: _mean(o, "torque_nrms_range_pct"), "min"),
+    _Column("mean nRMS [% of limit]", lambda o: _mean(o, "torque_nrms_limit_pct"), "min"),
     _Column("mean RSD", lambda o: _mean(o, "rsd"), "min"),
     _Column("mean agreement index", lambda o: _mean(o, "agreement_index"), "max"),
     _Column("base-parameter error", lambda o: _scalar(o, "base_parameter_error"), "min"),
@@ -112,24 +114,27 @@ _COMPARISON_COLUMNS: tuple[_Column, ...] = (
 )
 
 
-def _best_mask(values: list[float], better: str | None) -> list[bool]:
-    """Which entries hold the best value; nothing is highlighted with fewer than two finite values."""
-    finite = [v for v in values if math.isfinite(v)]
+def _best_mask(values: list[float], better: str | None, eligible: list[bool] | None = None) -> list[bool]:
+    """Which entries hold the best value among the ``eligible`` ones (default all); nothing is highlighted
+    with fewer than two finite eligible values."""
+    eligible = [True] * len(values) if eligible is None else eligible
+    finite = [v for v, ok in zip(values, eligible, strict=True) if ok and math.isfinite(v)]
     if better is None or len(finite) < 2:
         return [False] * len(values)
     best = min(finite) if better == "min" else max(finite)
-    return [math.isfinite(v) and v == best for v in values]
+    return [ok and math.isfinite(v) and v == best for v, ok in zip(values, eligible, strict=True)]
 
 
 def comparison_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     """The comparison table: one row per estimator, one column per metric.
 
-    Columns: estimator, total torque RMS, torque RMS against the noise-free torque, mean RSD, mean
-    agreement index, relative base-parameter error, trajectory RMS, fit time, condition number. A metric
-    column appears only when at least one estimator has a value for it (inf counts: a diverged
-    simulation). The best value of each column (lowest, or highest for the agreement index) is marked
-    ``best`` when two or more estimators have one; the condition number is never marked, since it
-    describes the excitation and not the estimator.
+    Columns: estimator, total torque RMS, torque RMS against the noise-free torque, mean normalised RMS
+    (% of each joint's validation torque range, and of its URDF effort limit), mean RSD, mean agreement
+    index, relative base-parameter error, trajectory RMS, fit time, condition number. A metric column
+    appears only when at least one row has a value for it (inf counts: a diverged simulation). The best
+    value of each column (lowest, or highest for the agreement index) is marked ``best`` when two or more
+    estimators have one; baseline rows (``result.baselines``, the CAD row) and the condition number are
+    never marked.
 
     Args:
         result: the study.
@@ -138,6 +143,7 @@ def comparison_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
         ``(headers, rows)``; ``rows[k][0]`` is the name of ``result.outcomes[k]``.
     """
     outcomes = result.outcomes
+    estimators = [o.name not in result.baselines for o in outcomes]
     headers = ["estimator"]
     columns: list[list[Cell]] = []
     for column in _COMPARISON_COLUMNS:
@@ -145,7 +151,7 @@ def comparison_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
         if all(math.isnan(v) for v in values):
             continue
         headers.append(column.header)
-        mask = _best_mask(values, column.better)
+        mask = _best_mask(values, column.better, estimators)
         columns.append([Cell(format_number(v), v, b) for v, b in zip(values, mask, strict=True)])
     rows = [[Cell(o.name)] + [col[k] for col in columns] for k, o in enumerate(outcomes)]
     return headers, rows
@@ -184,10 +190,11 @@ def per_joint_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     """
     headers = ["joint"] + [o.name for o in result.outcomes]
     per_outcome = [per_joint_rms(result, o) for o in result.outcomes]
+    estimators = [o.name not in result.baselines for o in result.outcomes]
     rows = []
     for j, joint in enumerate(result.joint_names):
         values = [float(rms[j]) for rms in per_outcome]
-        mask = _best_mask(values, "min")
+        mask = _best_mask(values, "min", estimators)
         rows.append([Cell(joint)] + [Cell(format_number(v), v, b) for v, b in zip(values, mask, strict=True)])
     return headers, rows
 

@@ -19,6 +19,7 @@ from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import BaseParameterModel, load_model
 from robotid_sim.report import EstimatorOutcome, StudyResult
 from robotid_sim.safety import inside, load_yaml_file, safe_name
+from robotid_sim.scenario.schema import CAD_LABEL
 from robotid_sim.sim.dataset import load_dataset
 
 #: largest ``metrics.json`` / ``truth.json`` / ``scenario.yaml`` read back (bytes)
@@ -80,6 +81,7 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         tau_true=None if ds_val.truth is None else ds_val.truth.tau,
         outcomes=outcomes,
         base_parameter_table=truth,
+        baselines=[o.name for o in outcomes if o.name == CAD_LABEL],
     )
 
 

@@ -40,19 +40,26 @@ from typing import Any
 import numpy as np
 import yaml
 
-from robotid_sim.errors import ConfigError
+from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.excitation import excitation_from_config
-from robotid_sim.identification import BaseParameterModel, IdentificationProblem, LinearParameterModel
+from robotid_sim.identification import (
+    BaseParameterModel,
+    IdentificationProblem,
+    LinearParameterModel,
+    StandardParameterModel,
+)
 from robotid_sim.identification import metrics as M
+from robotid_sim.identification.problem import check_data_matches_robot
 from robotid_sim.identification.validation import rollout, trajectory_error
 from robotid_sim.plugins import get_estimator
 from robotid_sim.report import EstimatorOutcome, StudyResult, write_report
 from robotid_sim.robot import load_robot
 from robotid_sim.safety import safe_name
-from robotid_sim.scenario.budget import RunBudget, estimate_run, simulation_cost
-from robotid_sim.scenario.schema import Scenario, load_scenario
-from robotid_sim.signal import butterworth_filtfilt, central_difference, period_average
-from robotid_sim.sim.dataset import Signals
+from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
+from robotid_sim.scenario.schema import CAD_LABEL, Scenario, load_scenario
+from robotid_sim.signal import period_average
+from robotid_sim.sim.dataset import Dataset, Signals
+from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, preprocess
 from robotid_sim.sim.simulate import (
     GENERIC_EXCITATION,
     generic_excitation_limits,
@@ -295,25 +302,14 @@ def _reseed(config, offset: int = 1000):
 
 def _preprocess(ds, cfg):
     """Apply the scenario's preprocessing to the measured signals (SPEC §7), in this order:
-    period averaging (seed 001 §5), zero-phase low-pass, differentiation."""
-    if cfg.lowpass_hz is None and not cfg.differentiate and cfg.period_average is None:
-        return ds, []
+    period averaging (seed 001 §5), zero-phase low-pass, differentiation; the last two within each
+    experiment (:func:`robotid_sim.sim.logs.preprocess`), never across the join of two recordings."""
     notes = []
     if cfg.period_average is not None:
         ds = _average_periods(ds, cfg.period_average)
         notes.append(f"{cfg.period_average} periods averaged into one (seed 001 §5)")
-    q, qd, qdd, tau = ds.q, ds.qd, ds.qdd, ds.tau
-    fs = 1.0 / ds.dt
-    if cfg.lowpass_hz is not None:
-        q, qd, tau = (butterworth_filtfilt(x, fs, cfg.lowpass_hz) for x in (q, qd, tau))
-        notes.append(f"zero-phase Butterworth low-pass at {cfg.lowpass_hz} Hz on q, qd, tau")
-    if cfg.differentiate:
-        qd = central_difference(q, ds.dt)
-        qdd = central_difference(qd, ds.dt)
-        notes.append("qd and qdd recomputed from q by central differences (seed 001 Eq. 24)")
-    elif cfg.lowpass_hz is not None:
-        qdd = butterworth_filtfilt(qdd, fs, cfg.lowpass_hz)
-    return dataclasses.replace(ds, q=q, qd=qd, qdd=qdd, tau=tau), notes
+    ds, more = preprocess(ds, lowpass_hz=cfg.lowpass_hz, differentiate=cfg.differentiate)
+    return ds, notes + list(more)
 
 
 def _period_samples(excitation: dict, sample_dt: float, n_samples: int, periods: int) -> int:
@@ -364,27 +360,54 @@ class RunPlan:
 
     Attributes:
         scenario: the validated scenario.
-        robot: the robot.
+        robot: the robot (its sidecar and locked joints applied).
         estimators: (scenario entry, estimator) pairs, options applied.
-        excitation, validation_excitation: the two trajectories, checked against the joint limits.
-        noise: the noise chain, checked against the robot's joint count.
-        duration, validation_duration: seconds simulated for each.
         budget: the estimated memory, time and disk of the run.
+        excitation, validation_excitation: the two trajectories, checked against the joint limits
+            (None for a data scenario).
+        noise: the noise chain, checked against the robot's joint count (None for a data scenario).
+        duration, validation_duration: seconds simulated for each (0 for a data scenario).
         excitation_default: what ``excitation: default`` means for a robot whose sidecar gives no
             default (:func:`~robotid_sim.sim.simulate.generic_excitation_note`), else None; recorded in
             both datasets' metadata.
+        recorded: (identification, validation) datasets of a data scenario, loaded and checked; else None.
     """
 
     scenario: Scenario
     robot: Any
     estimators: list
-    excitation: Any
-    validation_excitation: Any
-    noise: Any
-    duration: float
-    validation_duration: float
     budget: RunBudget
+    excitation: Any = None
+    validation_excitation: Any = None
+    noise: Any = None
+    duration: float = 0.0
+    validation_duration: float = 0.0
     excitation_default: dict | None = None
+    recorded: tuple[Dataset, Dataset] | None = None
+
+
+def _resolve(base_dir: Path, ref: str | None) -> str | None:
+    """A path of the scenario made absolute against its folder (a bundled robot name is left alone)."""
+    if ref is None or Path(ref).is_absolute() or not (ref.endswith((".urdf", ".yaml", ".yml")) or "/" in ref):
+        return ref
+    return str((base_dir / ref).resolve())
+
+
+def _load_recordings(sc: Scenario, robot, base_dir: Path) -> tuple[Dataset, Dataset]:
+    """The identification and validation recordings of a data scenario, each stacked as experiments."""
+    loaded = []
+    for which in ("identification", "validation"):
+        sources = [
+            parse_log_source(entry, f"scenario field 'data.{which}[{k}]'")
+            for k, entry in enumerate(sc.data.sources(which))
+        ]
+        loaded.append(load_logs(sources, robot, base_dir=base_dir))
+    ident, val = loaded
+    for ds, which in ((ident, "identification"), (val, "validation")):
+        check_data_matches_robot(ds, robot.structure())
+        if ds.n_samples < 2 * robot.n_dof:
+            raise DataError(f"the {which} data holds {ds.n_samples} samples; record more")
+    return ident, val
 
 
 def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
@@ -392,19 +415,28 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
 
     Args:
         sc: a validated scenario.
-        base_dir: folder a relative URDF path is resolved against (default: the working folder).
+        base_dir: folder that relative paths of the scenario (URDF, sidecar, data files) are resolved against
+            (default: the working folder).
 
     Raises:
         ConfigError (or another :class:`~robotid_sim.errors.RobotIdError`): the first problem found, in this
-            order: robot, estimators and their options, excitations, noise chain, preprocessing, resource budget
-            (memory, time), excitation limits.
+            order: robot, estimators and their options, data files or excitations and noise chain,
+            preprocessing, resource budget (memory, time), excitation limits.
     """
     base_dir = Path.cwd() if base_dir is None else Path(base_dir)
-    robot_ref = sc.robot
-    if robot_ref.endswith(".urdf") and not Path(robot_ref).is_absolute():
-        robot_ref = str((base_dir / robot_ref).resolve())
-    robot = load_robot(robot_ref)
+    robot = load_robot(
+        _resolve(base_dir, sc.robot), sidecar=_resolve(base_dir, sc.sidecar), lock_joints=sc.lock_joints or None
+    )
     estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
+    n_base = robot.structure().base_parameters().count
+    if sc.data is not None:
+        ident, val = _load_recordings(sc, robot, base_dir)
+        _check_lowpass(sc.preprocessing.lowpass_hz, 1.0 / ident.dt, "the identification data's rate")
+        budget = estimate_run(
+            SimulationCost(robot.n_dof, 0, ident.n_samples), SimulationCost(robot.n_dof, 0, val.n_samples), n_base
+        )
+        budget.check()
+        return RunPlan(scenario=sc, robot=robot, estimators=estimators, budget=budget, recorded=(ident, val))
     sim = sc.simulation
     excitation = resolve_excitation(robot, sc.excitation)
     validation_excitation = _validation_excitation(sc, robot)
@@ -417,14 +449,10 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     ident_cost = simulation_cost(robot.n_dof, duration, sim.dt, sim.rate_hz, "simulation")
     val_cost = simulation_cost(robot.n_dof, validation_duration, sim.dt, sim.rate_hz, "validation simulation")
     pre = sc.preprocessing
-    if pre.lowpass_hz is not None and pre.lowpass_hz >= sim.rate_hz / 2:
-        raise ConfigError(
-            f"preprocessing.lowpass_hz = {pre.lowpass_hz:g} Hz must be below the Nyquist frequency "
-            f"simulation.rate_hz / 2 = {sim.rate_hz / 2:g} Hz"
-        )
+    _check_lowpass(pre.lowpass_hz, sim.rate_hz, "simulation.rate_hz")
     if pre.period_average is not None:
         _period_samples(excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average)
-    budget = estimate_run(ident_cost, val_cost, robot.structure().base_parameters().count)
+    budget = estimate_run(ident_cost, val_cost, n_base)
     budget.check(allow_large=sim.allow_large)
     # after the budget: checking the limits evaluates the whole trajectory
     excitation.check_limits(robot)
@@ -433,14 +461,22 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
         scenario=sc,
         robot=robot,
         estimators=estimators,
+        budget=budget,
         excitation=excitation,
         validation_excitation=validation_excitation,
         noise=noise,
         duration=duration,
         validation_duration=validation_duration,
-        budget=budget,
         excitation_default=generic_excitation_note(robot) if sc.excitation == "default" else None,
     )
+
+
+def _check_lowpass(lowpass_hz: float | None, rate_hz: float, what: str) -> None:
+    if lowpass_hz is not None and lowpass_hz >= rate_hz / 2:
+        raise ConfigError(
+            f"preprocessing.lowpass_hz = {lowpass_hz:g} Hz must be below the Nyquist frequency of {what}, "
+            f"{rate_hz / 2:g} Hz"
+        )
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -507,50 +543,75 @@ def run_scenario(
 
 
 def _run(plan: RunPlan, run_dir: Path, report: Progress, on_done) -> None:
-    sc, robot, estimators = plan.scenario, plan.robot, plan.estimators
-    sim = sc.simulation
+    sc = plan.scenario
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.model_dump(mode="json"), sort_keys=False))
+    ds, ds_val = plan.recorded if plan.recorded is not None else _simulate(plan, report)
+    ds_ident, notes = _preprocess(ds, sc.preprocessing)
+    if plan.recorded is not None and (sc.preprocessing.lowpass_hz is not None or sc.preprocessing.differentiate):
+        # recorded validation data gets the same treatment; data/validation.npz holds it as evaluated
+        ds_val, _ = _preprocess(ds_val, sc.preprocessing)
+        notes.append("the validation recordings were preprocessed the same way (data/validation.npz holds them so)")
+    (run_dir / "data").mkdir()
+    ds.save(run_dir / "data" / "identification.npz")
+    ds_val.save(run_dir / "data" / "validation.npz")
+    _study(plan, run_dir, ds, ds_ident, ds_val, notes, report, on_done)
+
+
+def _simulate(plan: RunPlan, report: Progress) -> tuple[Dataset, Dataset]:
+    """The identification and validation datasets of a simulated scenario."""
+    sc, robot, sim = plan.scenario, plan.robot, plan.scenario.simulation
 
     def sim_progress(label):
         return lambda done, total: report(label, done, total)
 
+    common = {"noise": plan.noise, "rate_hz": sim.rate_hz, "dt": sim.dt, "kp": sim.kp, "kd": sim.kd}
     ds = simulate(
         robot,
         plan.excitation,
         duration=plan.duration,
-        noise=plan.noise,
         seed=sc.seed,
-        rate_hz=sim.rate_hz,
-        dt=sim.dt,
-        kp=sim.kp,
-        kd=sim.kd,
         progress=sim_progress("simulate identification data"),
+        **common,
     )
     ds_val = simulate(
         robot,
         plan.validation_excitation,
         duration=plan.validation_duration,
-        noise=plan.noise,
         seed=sc.seed + sc.validation.noise_seed_offset,
-        rate_hz=sim.rate_hz,
-        dt=sim.dt,
-        kp=sim.kp,
-        kd=sim.kd,
         progress=sim_progress("simulate validation data"),
+        **common,
     )
     if plan.excitation_default is not None:
         ds.metadata["excitation_default"] = ds_val.metadata["excitation_default"] = plan.excitation_default
-    (run_dir / "data").mkdir()
-    ds.save(run_dir / "data" / "identification.npz")
-    ds_val.save(run_dir / "data" / "validation.npz")
-    ds_ident, notes = _preprocess(ds, sc.preprocessing)
+    return ds, ds_val
 
-    problem = IdentificationProblem(robot.structure(), ds_ident)  # estimators never see the truth
+
+def _cad_model(robot) -> StandardParameterModel | None:
+    """The robot's own parameters (URDF inertia, sidecar or URDF friction) as a model; None if the URDF has none."""
+    theta = robot.true_parameters()
+    if not np.any(robot.inertials[:, 0] > 0):
+        return None
+    return StandardParameterModel(robot.structure(), theta, estimator="cad")
+
+
+def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str], report: Progress, on_done) -> None:
+    """Identify with every estimator, evaluate on the validation data, write models, metrics and the report.
+
+    A simulated run has a truth (``ds_val.truth`` and the robot's parameters); a data scenario has none, and
+    the metrics that need one are left out (shown as not available). The ``CAD`` row is the robot's own
+    parameters predicting the validation torque.
+    """
+    sc, robot, estimators = plan.scenario, plan.robot, plan.estimators
+    simulated = plan.recorded is None
+    problem = IdentificationProblem(
+        robot.structure(), ds_ident, velocity_deadband=sc.identification.velocity_deadband
+    )  # estimators never see the truth
     condition = problem.check_excitation()
     truth = robot.base_parameters()
-    truth_base = truth.true_values()
-    truth_table = truth.table()
-    tau_val_true = ds_val.truth.tau
+    truth_base = truth.true_values() if simulated else None
+    truth_table = truth.table() if simulated else []
+    tau_val_true = ds_val.truth.tau if simulated else None
+    torque_scale = _torque_scales(robot, ds_val.tau)
     outcomes: list[EstimatorOutcome] = []
     models = []
     metric_rows = []
@@ -561,42 +622,67 @@ def _run(plan: RunPlan, run_dir: Path, report: Progress, on_done) -> None:
         json.dumps({"base_parameters": [{"name": n, "expression": e, "value": v} for n, e, v in truth_table]}, indent=2)
         + "\n"
     )
-    if K > 1:
-        rollout_args = (ds_val.truth.q[0], ds_val.truth.qd[0], ds_val.truth.tau[:K], ds_val.dt)
-        q_reference, _ = rollout(robot.forward_dynamics, *rollout_args)
-    for k, (entry, estimator) in enumerate(estimators):
-        report("identify", k, len(estimators))
-        model = estimator.fit(problem)
-        model_path = model.save(run_dir / "models" / f"{safe_name(entry.display, 'estimator label')}.json")
+    # open-loop validation: from the first validation state under the validation torque, compared with the
+    # true robot's motion (simulation) or the measured motion (recorded data)
+    ref = ds_val.truth if simulated else ds_val
+    first = _first_experiment(ds_val)
+    if K > 1 and K <= first.stop - first.start:
+        rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], ds_val.dt)
+        q_reference = rollout(robot.forward_dynamics, *rollout_args)[0] if simulated else ref.q[first][:K]
+    else:
+        K = 0
+    cad = _cad_model(robot)
+    entries = [(entry.display, estimator) for entry, estimator in estimators]
+    if cad is not None:
+        entries.append((CAD_LABEL, None))
+    for k, (label, estimator) in enumerate(entries):
+        report("identify", k, len(entries))
+        model = estimator.fit(problem) if estimator is not None else cad
+        model_path = model.save(run_dir / "models" / f"{safe_name(label, 'estimator label')}.json")
         pred = model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd)
         rms = M.torque_rms(ds_val.tau, pred)
         metrics: dict = {
             "torque_rms": rms.tolist(),
             "torque_rms_total": float(M.torque_rms_total(ds_val.tau, pred)),
-            "torque_rms_vs_truth_total": float(M.torque_rms_total(tau_val_true, pred)),
+            "torque_rms_vs_truth_total": float(M.torque_rms_total(tau_val_true, pred)) if simulated else None,
+            "torque_nrms_range_pct": (100.0 * rms / torque_scale["range"]).tolist(),
+            "torque_nrms_limit_pct": _percent(rms, torque_scale["limit"]),
             "rsd": M.rsd(ds_val.tau, pred).tolist(),
             "agreement_index": M.agreement_index(ds_val.tau, pred).tolist(),
-            "fit_time_s": float(model.diagnostics.get("fit_time_s", np.nan)),
+            "fit_time_s": float(model.diagnostics.get("fit_time_s", np.nan)) if estimator is not None else None,
             "condition_number": float(condition),
         }
         base_values = model.base_values() if isinstance(model, LinearParameterModel) else None
-        if base_values is not None:
+        if base_values is not None and simulated:
             metrics["base_parameter_error"] = float(M.relative_parameter_error(base_values, truth_base))
         if K > 1:
             err = trajectory_error(model.forward_dynamics, q_reference, *rollout_args)
             metrics["trajectory_rms"] = err.tolist()
             metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err**2)))
-        for key in ("iterations", "outliers_rejected"):
+        for key in REPORTED_DIAGNOSTICS:
             if key in model.diagnostics:
                 metrics[key] = model.diagnostics[key]
-        outcome = _outcome(entry.display, model, truth, metrics, pred, str(model_path.relative_to(run_dir)))
+        outcome = _outcome(
+            label, model, truth if simulated else None, metrics, pred, str(model_path.relative_to(run_dir))
+        )
         outcomes.append(outcome)
         models.append(model)
-        metric_rows.append({"estimator": entry.display, **metrics})
+        metric_rows.append({"estimator": label, **metrics})
         if on_done is not None:
             on_done(outcome)
-    report("identify", len(estimators), len(estimators))
+    report("identify", len(entries), len(entries))
 
+    notes += _robust_notes(outcomes)
+    if cad is not None:
+        notes.append(
+            f"'{CAD_LABEL}' is the robot's own parameters (URDF inertia; friction: {_friction_source(robot)}) "
+            "predicting the validation torque" + ("; in a simulation these are the truth" if simulated else "")
+        )
+    if not simulated:
+        notes.append(
+            "recorded data: no truth, so the torque RMS against the noise-free torque and the base-parameter error "
+            "are not available; the trajectory RMS compares each model's open-loop motion with the measured one"
+        )
     diverged = [o.name for o in outcomes if not np.isfinite(o.metrics.get("trajectory_rms_total", 0.0))]
     if diverged:
         notes.append(
@@ -611,6 +697,29 @@ def _run(plan: RunPlan, run_dir: Path, report: Progress, on_done) -> None:
             notes.append(f"no ±50 % sensitivity: '{outcomes[0].name}' is not a model linear in parameters")
 
     _write_metrics(run_dir, metric_rows)
+    info = {
+        "robot": robot.name,
+        "samples (identification)": str(ds.n_samples),
+        "samples (validation)": str(ds_val.n_samples),
+        "base parameters": str(problem.base.count),
+        "condition number": f"{condition:.4g}",
+        "friction": _friction_source(robot),
+    }
+    if robot.locked_joints:
+        info["locked joints"] = ", ".join(f"{name} = {value:g}" for name, value in robot.locked_joints.items())
+    if simulated:
+        info |= {
+            "noise": json.dumps(ds.metadata.get("noise")),
+            "excitation": ds.metadata["excitation"].get("type", "?"),
+            "seed": str(sc.seed),
+        }
+    else:
+        info |= {
+            "identification files": ", ".join(name for name, _ in experiments(ds)),
+            "validation files": ", ".join(name for name, _ in experiments(ds_val)),
+        }
+    if sc.identification.velocity_deadband is not None:
+        info["velocity dead-band"] = json.dumps(sc.identification.velocity_deadband)
     result = StudyResult(
         title=sc.name,
         robot_name=robot.name,
@@ -622,24 +731,71 @@ def _run(plan: RunPlan, run_dir: Path, report: Progress, on_done) -> None:
         outcomes=outcomes,
         base_parameter_table=truth_table,
         notes=notes,
-        info={
-            "robot": robot.name,
-            "samples (identification)": str(ds.n_samples),
-            "samples (validation)": str(ds_val.n_samples),
-            "base parameters": str(problem.base.count),
-            "condition number": f"{condition:.4g}",
-            "noise": json.dumps(ds.metadata.get("noise")),
-            "excitation": ds.metadata["excitation"].get("type", "?"),
-            "seed": str(sc.seed),
-        },
+        info=info,
+        baselines=[CAD_LABEL] if cad is not None else [],
     )
     write_report(run_dir, result)
 
 
+#: model diagnostics copied into ``metrics.json`` (and shown by the report when present)
+REPORTED_DIAGNOSTICS = (
+    "iterations",
+    "outliers_rejected",
+    "rejected_per_joint",
+    "rejected_fraction_per_joint",
+    "rejected_fraction",
+    "deadband_rows_removed",
+)
+#: a robust estimator rejecting more than this fraction of a joint's samples is flagged in the report
+REJECTION_WARNING_FRACTION = 0.05
+
+
+def _robust_notes(outcomes: list[EstimatorOutcome]) -> list[str]:
+    """A line per robust estimator: samples rejected per joint, flagged above :data:`REJECTION_WARNING_FRACTION`."""
+    notes = []
+    for o in outcomes:
+        counts, fractions = o.metrics.get("rejected_per_joint"), o.metrics.get("rejected_fraction_per_joint")
+        if counts is None or fractions is None:
+            continue
+        worst = max(fractions) if fractions else 0.0
+        per_joint = ", ".join(f"{c} ({100 * f:.1f} %)" for c, f in zip(counts, fractions, strict=False))
+        line = f"'{o.name}' rejected per joint: {per_joint}"
+        if worst > REJECTION_WARNING_FRACTION:
+            line += (
+                f" — WARNING: more than {100 * REJECTION_WARNING_FRACTION:g} % of a joint's samples rejected; the "
+                "threshold may be too tight for this data (raise 'threshold' or 'k_sigma')"
+            )
+        notes.append(line)
+    return notes
+
+
+def _torque_scales(robot, tau: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-joint scales of the normalised RMS: the validation torque's range, and the URDF effort limit (or NaN)."""
+    span = np.ptp(tau, axis=0)
+    limit = np.array([j.effort_limit for j in robot.joints], float)
+    limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.nan)
+    return {"range": np.where(span > 0, span, np.nan), "limit": limit}
+
+
+def _percent(rms: np.ndarray, scale: np.ndarray) -> list[float | None] | None:
+    """100·rms/scale per joint, None where the scale is unknown; None when no joint has one."""
+    if not np.isfinite(scale).any():
+        return None
+    return [float(100.0 * r / s) if np.isfinite(s) else None for r, s in zip(rms, scale, strict=True)]
+
+
+def _friction_source(robot) -> str:
+    return getattr(robot, "friction_source", None) or ("sidecar" if robot.sidecar is not None else "none")
+
+
+def _first_experiment(ds) -> slice:
+    return experiments(ds)[0][1]
+
+
 def _outcome(name: str, model, truth, metrics: dict, pred, model_path: str) -> EstimatorOutcome:
-    """What the report shows of one estimator; true values only for base-parameter models."""
+    """What the report shows of one estimator; true values only for base-parameter models of a simulation."""
     names, values, std = model.parameter_table()
-    is_base = isinstance(model, BaseParameterModel) and list(names) == list(truth.names)
+    is_base = truth is not None and isinstance(model, BaseParameterModel) and list(names) == list(truth.names)
     history = model.history
     return EstimatorOutcome(
         name=name,

@@ -9,16 +9,19 @@ the file's stem.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from robotid_sim.errors import ConfigError
+from robotid_sim.errors import ConfigError, format_validation_error
 from robotid_sim.safety import load_yaml_file, safe_name
 
 #: the scenario name of a :class:`Scenario` built without one (a file's scenario defaults to its stem)
 DEFAULT_NAME = "scenario"
+#: the row of the report holding the robot's own (URDF/CAD and sidecar) parameters
+CAD_LABEL = "CAD"
 
 
 class _Strict(BaseModel):
@@ -64,6 +67,50 @@ class PreprocessingConfig(_Strict):
     period_average: int | None = Field(None, ge=2, description="average this many periods (periodic excitations)")
 
 
+class DataConfig(_Strict):
+    """Recorded data instead of a simulation (a real robot's logs): see :mod:`robotid_sim.sim.logs`.
+
+    Each file is a path or a :class:`~robotid_sim.sim.logs.LogSource` mapping (``path``, ``keys``, ``units``,
+    ``joint_names``, ``trim``, ``decimate``, ``name``); ``defaults`` holds the fields every file shares (three
+    recordings of one tool have the same layout). Several identification files are stacked as separate
+    experiments: nothing is filtered or differentiated across a join.
+    """
+
+    identification: list[str | dict[str, Any]] = Field(min_length=1, description="identification recordings")
+    validation: list[str | dict[str, Any]] = Field(
+        min_length=1, description="held-out recordings (never the identification ones)"
+    )
+    defaults: dict[str, Any] = Field(default_factory=dict, description="LogSource fields shared by every file")
+
+    def sources(self, which: str) -> list[dict[str, Any]]:
+        """The ``identification`` or ``validation`` files as LogSource mappings, ``defaults`` applied."""
+        entries = getattr(self, which)
+        return [{**self.defaults, **({"path": e} if isinstance(e, str) else e)} for e in entries]
+
+    @model_validator(mode="after")
+    def _distinct_files(self):
+        def part(entry: dict) -> tuple:
+            return entry.get("path"), json.dumps(entry.get("trim"))
+
+        shared = {part(e) for e in self.sources("identification")} & {part(e) for e in self.sources("validation")}
+        if shared:
+            raise ValueError(
+                f"{sorted(p for p, _ in shared)} are both identification and validation data; validate on other "
+                "recordings (or on another part of one: give each entry its own 'trim')"
+            )
+        return self
+
+
+class IdentificationConfig(_Strict):
+    """Options of the identification problem every estimator is given."""
+
+    velocity_deadband: float | list[float] | None = Field(
+        None,
+        description="rad/s or m/s per joint (or one for all): samples where |qd_j| is below it are left out of "
+        "joint j's equations, where sign(qd) of the Coulomb terms is noise",
+    )
+
+
 class EstimatorEntry(_Strict):
     """One estimator of the study."""
 
@@ -95,6 +142,14 @@ class Scenario(_Strict):
     )
     description: str = ""
     robot: str = Field(description="bundled robot name or path to a URDF")
+    sidecar: str | None = Field(
+        None, description="YAML sidecar of a URDF (friction, rotor inertia, limits); default: found beside it"
+    )
+    lock_joints: dict[str, float] = Field(
+        default_factory=dict, description="joints made fixed at a position (rad or m), e.g. a gripper's fingers"
+    )
+    data: DataConfig | None = Field(None, description="recorded data files instead of a simulation")
+    identification: IdentificationConfig = IdentificationConfig()
     seed: int = Field(0, ge=0)
     excitation: dict[str, Any] | str = "default"
     noise: dict[str, Any] | None = None
@@ -137,6 +192,28 @@ class Scenario(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _data_or_simulation(self):
+        if self.data is None:
+            return self
+        simulated = sorted({"excitation", "noise", "simulation"} & self.model_fields_set)
+        simulated += [f"validation.{k}" for k in ("excitation", "duration") if k in self.validation.model_fields_set]
+        if simulated:
+            raise ValueError(
+                f"a scenario with 'data' simulates nothing: remove {simulated} (or remove 'data' to simulate)"
+            )
+        if self.sensitivity:
+            raise ValueError("'sensitivity' needs the noise-free validation torque of a simulation; remove it")
+        if self.preprocessing.period_average is not None:
+            raise ValueError("preprocessing.period_average needs a simulated periodic excitation; remove it")
+        return self
+
+    @model_validator(mode="after")
+    def _cad_is_reserved(self):
+        if any(e.display.casefold() == CAD_LABEL.casefold() for e in self.estimators):
+            raise ValueError(f"the label '{CAD_LABEL}' is the report's URDF baseline row; choose another 'label'")
+        return self
+
+    @model_validator(mode="after")
     def _validation_seed(self):
         if self.seed + self.validation.noise_seed_offset < 0:
             raise ValueError(
@@ -146,21 +223,6 @@ class Scenario(_Strict):
         return self
 
 
-def _format(exc: ValidationError, where: str) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "<root>"
-        if err["type"] == "missing":
-            parts.append(f"missing field '{loc}'")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"unknown field '{loc}'")
-        elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
-            parts.append(f"field '{loc}': {err['ctx']['error']}")  # our own message, without "Value error, "
-        else:
-            parts.append(f"field '{loc}': {err['msg']}")
-    return f"{where}: " + "; ".join(parts)
-
-
 def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
     """Validate a scenario mapping; :class:`ConfigError` names each bad field and why."""
     if not isinstance(data, dict):
@@ -168,7 +230,7 @@ def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format(exc, where)) from None
+        raise ConfigError(format_validation_error(exc, where)) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -915,7 +915,8 @@ def load_logs(
 
 def _entries(ds: Dataset) -> list[dict[str, Any]] | None:
     """``metadata["experiments"]`` of ``ds``, checked (DataError naming the problem), or None."""
-    stored = ds.metadata.get("experiments")
+    metadata = getattr(ds, "metadata", None)  # any record with t, q, ... (a duck-typed one has none)
+    stored = metadata.get("experiments") if isinstance(metadata, dict) else None
     if stored is None:
         return None
     fix = "fix or remove metadata['experiments'] (without it a record is split at its time gaps)"
@@ -964,7 +965,10 @@ def experiments(ds: Dataset) -> list[tuple[str, slice]]:
     entries = _entries(ds)
     if entries is not None:
         return [(e["name"], slice(e["start"], e["stop"])) for e in entries]
-    parts = _parts(ds.n_samples, _gap_starts(ds.t))
+    t = getattr(ds, "t", None)
+    if t is None:  # a duck-typed record of q, qd, qdd, tau only
+        return [("all", slice(0, len(ds.q)))]
+    parts = _parts(len(t), _gap_starts(np.asarray(t, float)))
     if len(parts) == 1:
         return [("all", parts[0])]
     return [(f"experiment{k + 1}", part) for k, part in enumerate(parts)]

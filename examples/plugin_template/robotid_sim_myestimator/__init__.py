@@ -41,8 +41,8 @@ class RidgeEstimator(Estimator):
         self.alpha = alpha
 
     def _fit(self, problem: IdentificationProblem) -> BaseParameterModel:
-        W = problem.base_regressor()  # (N·n, b), stacked sample-major
-        y = problem.torque_vector()  # (N·n,)
+        W = problem.base_regressor()  # (m, b): the rows in use, stacked sample-major (m = N·n without a dead-band)
+        y = problem.torque_vector()  # (m,); problem.row_joint() gives each row's joint
         m, b = W.shape
         scale = np.linalg.norm(W, axis=0)
         scale[scale == 0] = 1.0
