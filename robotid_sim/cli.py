@@ -200,7 +200,7 @@ def cmd_simulate(args) -> int:
         raise ConfigError(
             f"--rate {args.rate:g} Hz must divide the physics rate {1 / dt:g} Hz (e.g. 100, 200, 500, 1000)"
         )
-    robot = rid.load_robot(args.robot)
+    robot = rid.load_robot(args.robot, sidecar=args.sidecar, lock_joints=_lock_joints(args.lock_joint) or None)
     if excitation != "default":
         excitation = simulate_module.resolve_excitation(robot, excitation)
     chain = simulate_module.resolve_noise(robot, noise)
@@ -400,6 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_parser("simulate", help="simulate a robot and save the dataset (.npz, .csv or .mat)")
     p.add_argument("--robot", required=True, help="bundled robot name or URDF path")
+    p.add_argument("--sidecar", help="YAML sidecar for the URDF (friction, rotor inertia, limits)")
+    p.add_argument(
+        "--lock-joint", action="append", metavar="NAME=VALUE", help="make a joint fixed at VALUE (rad or m); repeat"
+    )
     p.add_argument("--excitation", default="default", help="'default' or a YAML file with an excitation mapping")
     p.add_argument(
         "--noise",

@@ -156,3 +156,47 @@ def test_a_bad_file_entry_is_refused_before_any_work(logs, tmp_path):
     with pytest.raises(rid.RobotIdError, match="gradians"):
         rid.run_scenario(path, out_dir=tmp_path / "runs")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_two_files_identify_like_one_file_with_a_gap_and_unlike_a_naive_join(tmp_path):
+    """Derivatives from q within each recording: stacking two files = one file with a pause between them."""
+    from robotid_sim.sim.logs import load_logs, preprocess
+
+    robot = rid.load_robot("planar3r")
+    parts = []
+    for seed in (1, 2):
+        excitation = {"type": "fourier", "harmonics": 4, "base_frequency": 0.2, "seed": seed}
+        parts.append(rid.simulate(robot, excitation, duration=4.0, rate_hz=200, noise={"q": {"std": 1e-4}}, seed=seed))
+    a, b = parts
+    for name, ds in (("a", a), ("b", b)):
+        np.savez(tmp_path / f"{name}.npz", t=ds.t, q=ds.q, tau=ds.tau)
+    gap, joined = 2.0, a.t[-1] + a.dt
+    np.savez(
+        tmp_path / "gap.npz", t=np.r_[a.t, b.t + joined + gap], q=np.r_[a.q, b.q], tau=np.r_[a.tau, b.tau]
+    )  # one recording with a 2 s pause
+    np.savez(tmp_path / "naive.npz", t=np.r_[a.t, b.t + joined], q=np.r_[a.q, b.q], tau=np.r_[a.tau, b.tau])
+
+    def identified(files):
+        ds, _ = preprocess(load_logs([tmp_path / f for f in files], robot), differentiate=True)
+        return rid.identify(ds, robot, "ols").base_values()
+
+    two_files, one_with_gap, naive = identified(["a.npz", "b.npz"]), identified(["gap.npz"]), identified(["naive.npz"])
+    assert np.allclose(two_files, one_with_gap, rtol=0, atol=1e-10)
+    assert np.abs(naive - two_files).max() > 1e-3  # differentiated across the join
+
+
+def test_simulate_and_identify_take_locks_and_a_sidecar_on_the_command_line(tmp_path, capsys):
+    from robotid_sim.cli import main
+
+    pybullet_data = pytest.importorskip("pybullet_data")
+    panda = Path(pybullet_data.getDataPath()) / "franka_panda" / "panda.urdf"
+    if not panda.is_file():
+        pytest.skip("pybullet_data has no franka_panda")
+    locks = ["--lock-joint", "panda_finger_joint1=0.02", "--lock-joint", "panda_finger_joint2=0.02"]
+    out = tmp_path / "p.npz"
+    assert main(["simulate", "--robot", str(panda), *locks, "--duration", "2", "--out", str(out)]) == 0
+    assert rid.load_dataset(out).n_dof == 7
+    assert main(["identify", "--robot", str(panda), *locks, "--data", str(out), "--estimator", "ols"]) == 0
+    assert "MX7" in capsys.readouterr().out
+    assert main(["simulate", "--robot", str(panda), "--duration", "2", "--out", str(tmp_path / "q.npz")]) == 2
+    assert "lock them at a position" in capsys.readouterr().err
