@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from helpers import run_cli
 
 import robotid_sim as rid
 from robotid_sim import plugins
@@ -29,18 +29,6 @@ TINY_SCENARIO = {
 }
 
 
-def _cli(args: list[str], cwd: Path, env_extra: dict | None = None, timeout: int = 300):
-    env = {**os.environ, "COLUMNS": "160", **(env_extra or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "robotid_sim.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def _write_scenario(tmp_path: Path, **changes) -> Path:
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump({**TINY_SCENARIO, **changes}))
@@ -52,7 +40,7 @@ def _complete_runs(root: Path) -> list[Path]:
 
 
 def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp_path):
-    first = _cli(["run"], cwd=tmp_path)
+    first = run_cli(["run"], cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "estimator" in first.stdout and "ols" in first.stdout and "irls" in first.stdout  # the table
     runs = _complete_runs(tmp_path / "runs")
@@ -73,7 +61,7 @@ def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp
     ):
         assert (run / name).is_file(), name
     stamp = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
-    second = _cli(["run"], cwd=tmp_path)
+    second = run_cli(["run"], cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     runs_after = _complete_runs(tmp_path / "runs")
     assert len(runs_after) == 2 and run in runs_after
@@ -81,9 +69,9 @@ def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp
 
 
 def test_identify_on_the_csv_written_by_simulate_matches_the_in_memory_path(tmp_path):
-    result = _cli(["simulate", "--robot", "prrrp", "--duration", "4", "--out", "data.csv"], cwd=tmp_path)
+    result = run_cli(["simulate", "--robot", "prrrp", "--duration", "4", "--out", "data.csv"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    result = _cli(
+    result = run_cli(
         ["identify", "--data", "data.csv", "--robot", "prrrp", "--estimator", "ols", "--out", "model.json"],
         cwd=tmp_path,
     )
@@ -188,14 +176,14 @@ def site_with_plugins(tmp_path):
 
 def test_broken_plugin_is_listed_and_an_external_plugin_runs_through_a_scenario(tmp_path, site_with_plugins):
     env = {"PYTHONPATH": str(site_with_plugins)}
-    listing = _cli(["plugins"], cwd=tmp_path, env_extra=env)
+    listing = run_cli(["plugins"], cwd=tmp_path, env_extra=env)
     assert listing.returncode == 0, listing.stderr
     text = " ".join(listing.stdout.split())
     assert "broken" in text and "RuntimeError: this plugin is broken on purpose" in text
     assert "ridge" in text
     # a scenario that does not use the broken plugin still runs, with the third-party estimator
     path = _write_scenario(tmp_path, estimators=["ols", "ridge"])
-    result = _cli(["run", str(path), "--out", "runs"], cwd=tmp_path, env_extra=env)
+    result = run_cli(["run", str(path), "--out", "runs"], cwd=tmp_path, env_extra=env)
     assert result.returncode == 0, result.stderr
     run = _complete_runs(tmp_path / "runs")[0]
     assert (run / "models" / "ridge.json").is_file()

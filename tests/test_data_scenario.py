@@ -8,13 +8,12 @@ joints in another order, three files.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from helpers import pybullet_data_file, run_cli
 
 import robotid_sim as rid
 from robotid_sim.scenario.schema import parse_scenario
@@ -125,9 +124,7 @@ def test_identify_cli_writes_a_study_from_several_files(logs):
     args = ["identify", "--data", "a.npz", "--data", "b.npz", "--validate", "c.npz", "--layout", "layout.yaml"]
     args += ["--robot", str(robot_dir / "robot.urdf"), "--sidecar", str(robot_dir / "robot.yaml")]
     args += ["--estimator", "ols", "--out", "study"]
-    result = subprocess.run(
-        [sys.executable, "-m", "robotid_sim.cli", *args], cwd=logs, capture_output=True, text=True, timeout=300
-    )
+    result = run_cli(args, cwd=logs)
     assert result.returncode == 0, result.stderr
     (run,) = [p for p in (logs / "study").iterdir() if p.is_dir()]
     assert (run / "report.html").is_file() and (run / "report.md").is_file()
@@ -188,10 +185,7 @@ def test_two_files_identify_like_one_file_with_a_gap_and_unlike_a_naive_join(tmp
 def test_simulate_and_identify_take_locks_and_a_sidecar_on_the_command_line(tmp_path, capsys):
     from robotid_sim.cli import main
 
-    pybullet_data = pytest.importorskip("pybullet_data")
-    panda = Path(pybullet_data.getDataPath()) / "franka_panda" / "panda.urdf"
-    if not panda.is_file():
-        pytest.skip("pybullet_data has no franka_panda")
+    panda = pybullet_data_file("franka_panda/panda.urdf")
     locks = ["--lock-joint", "panda_finger_joint1=0.02", "--lock-joint", "panda_finger_joint2=0.02"]
     out = tmp_path / "p.npz"
     assert main(["simulate", "--robot", str(panda), *locks, "--duration", "2", "--out", str(out)]) == 0

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from helpers import pybullet_data_file
 
 import robotid_sim as rid
 from robotid_sim.robot.chain import rpy_to_matrix
@@ -71,14 +72,6 @@ def _write(tmp_path: Path, text: str, name: str = "arm.urdf") -> Path:
     return path
 
 
-def _pybullet_data(relative: str) -> Path:
-    pybullet_data = pytest.importorskip("pybullet_data")
-    path = Path(pybullet_data.getDataPath()) / relative
-    if not path.is_file():
-        pytest.skip(f"{relative} is not shipped with this pybullet")
-    return path
-
-
 def _identified_error(robot, duration: float) -> tuple[float, object]:
     """Noise-free data from the default excitation, OLS: the largest base-parameter error (relative to max |true|)."""
     ds = rid.simulate(robot, "default", duration=duration)
@@ -90,7 +83,7 @@ def _identified_error(robot, duration: float) -> tuple[float, object]:
 # ---------------------------------------------------------------------------- joint locking
 def test_panda_with_locked_fingers_loads_simulates_and_identifies_exactly():
     """The acceptance test of issue 9: pybullet_data's Franka Panda, fingers locked at 2 cm."""
-    path = _pybullet_data("franka_panda/panda.urdf")
+    path = pybullet_data_file("franka_panda/panda.urdf")
     with pytest.raises(rid.ModelError, match=r"not a serial chain: link 'panda_hand'.*lock_joints="):
         rid.load_robot(path)
     locks = {"panda_finger_joint1": 0.02, "panda_finger_joint2": 0.02}

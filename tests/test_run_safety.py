@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import run_cli
 
 import robotid_sim as rid
 from robotid_sim.cli import main
@@ -49,18 +50,6 @@ def _scenario(folder: Path, file_name: str = "scenario.yaml", **changes) -> Path
     path = folder / file_name
     path.write_text(yaml.safe_dump(data))
     return path
-
-
-def _cli(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "400"}
-    return subprocess.run(
-        [sys.executable, "-m", "robotid_sim.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def _error_lines(stderr: str) -> list[str]:
@@ -108,7 +97,7 @@ def test_a_label_or_name_that_is_a_path_is_refused_before_any_work(tmp_path, cha
         named = f"estimator label '{elsewhere}'"
     path = _scenario(work, **changes)
     before = _files(tmp_path)
-    result = _cli(["run", str(path), "--out", "runs"], cwd=work)
+    result = run_cli(["run", str(path), "--out", "runs"], cwd=work, timeout=120, columns=400)
     assert result.returncode == 2, result.stderr
     lines = _error_lines(result.stderr)
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
@@ -248,7 +237,7 @@ def test_a_duration_of_1e5_s_is_refused_fast_with_its_memory_estimate(tmp_path, 
 )
 def test_absurd_durations_and_rates_are_refused_without_a_traceback(tmp_path, simulation):
     path = _scenario(tmp_path, simulation={"rate_hz": 100, "duration": 3.0, **simulation})
-    result = _cli(["run", str(path), "--out", "runs"], cwd=tmp_path, timeout=60)
+    result = run_cli(["run", str(path), "--out", "runs"], cwd=tmp_path, timeout=60, columns=400)
     assert result.returncode == 2, result.stderr
     lines = _error_lines(result.stderr)
     assert len(lines) == 1 and "this run would need about" in lines[0] and "of memory" in lines[0]
@@ -315,7 +304,7 @@ def test_a_yaml_alias_bomb_is_refused_fast(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text(_alias_bomb() + "name: bomb\nrobot: prrrp\nestimators: [ols]\n")
     assert path.stat().st_size < 1000
-    result = _cli(["run", str(path), "--out", "runs"], cwd=tmp_path, timeout=60)
+    result = run_cli(["run", str(path), "--out", "runs"], cwd=tmp_path, timeout=60, columns=400)
     assert result.returncode == 2
     lines = _error_lines(result.stderr)
     assert len(lines) == 1 and "its aliases expand to" in lines[0]
@@ -411,7 +400,7 @@ def test_sigterm_removes_the_partial_folder_and_the_next_run_works(tmp_path):
     assert "removed its partial folder" in err
     assert _partials(tmp_path / "runs") == [] and _runs(tmp_path / "runs") == []
     short = _scenario(tmp_path, file_name="short.yaml")
-    result = _cli(["run", str(short), "--out", "runs"], cwd=tmp_path)
+    result = run_cli(["run", str(short), "--out", "runs"], cwd=tmp_path, timeout=120, columns=400)
     assert result.returncode == 0, result.stderr
     assert len(_runs(tmp_path / "runs")) == 1 and _partials(tmp_path / "runs") == []
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import pybullet_data_file
 
 import robotid_sim as rid
 from robotid_sim.robot import physical
@@ -62,14 +63,6 @@ def _arm(*, tool=True, l2_inertia=(0.02, 0.001, -0.002, 0.03, 0.001, 0.025), ext
 def _write(tmp_path: Path, text: str, name: str = "arm.urdf") -> Path:
     path = tmp_path / name
     path.write_text(text)
-    return path
-
-
-def _pybullet_data(relative: str) -> Path:
-    pybullet_data = pytest.importorskip("pybullet_data")
-    path = Path(pybullet_data.getDataPath()) / relative
-    if not path.is_file():
-        pytest.skip(f"{relative} is not shipped with this pybullet")
     return path
 
 
@@ -157,14 +150,14 @@ def test_pseudo_inertia_is_positive_definite_exactly_when_mass_and_triangle_hold
 
 # ---------------------------------------------------------------------------- the issue's robots
 def test_pybullet_data_kuka_iiwa_is_identified_exactly_from_the_default_excitation():
-    robot = rid.load_robot(_pybullet_data("kuka_iiwa/model.urdf"))
+    robot = rid.load_robot(pybullet_data_file("kuka_iiwa/model.urdf"))
     assert robot.sidecar is None
     _assert_identified_exactly(robot, duration=6.0)
 
 
 def test_pybullet_data_xarm6_is_refused_naming_its_inconsistent_link():
     """PyBullet zeroes link2's inertia (triangle inequality broken): refused, not simulated wrongly."""
-    path = _pybullet_data("xarm/xarm6_robot.urdf")
+    path = pybullet_data_file("xarm/xarm6_robot.urdf")
     with pytest.raises(rid.ModelError, match=r"fix the <inertial> of link 'link2' in .*xarm6_robot\.urdf.*triangle"):
         rid.load_robot(path)
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,6 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scipy.io
+from helpers import run_cli
 
 import robotid_sim as rid
 from robotid_sim import cli
@@ -105,18 +103,6 @@ def work(tmp_path_factory) -> Path:
     run.mkdir()
     (run / "metrics.json").write_text('[{"estimator": "ols", ')
     return root
-
-
-def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "160", "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "robotid_sim.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 SIM = ["simulate", "--robot", "planar3r", "--duration", "0.2", "--rate", "100"]
@@ -248,7 +234,7 @@ def test_user_error_gives_one_line_and_exit_code_2(work, args, pattern):
     import re
 
     before = _listing(work)
-    result = _cli(args, cwd=work)
+    result = run_cli(args, cwd=work, env_extra={"PYTHONPATH": str(ROOT)}, timeout=120)
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
@@ -291,7 +277,8 @@ def test_verbose_turns_pybullet_output_on(monkeypatch):
 
 def test_an_explicit_empty_mapping_means_no_noise(work, tmp_path):
     (tmp_path / "none.yaml").write_text("{}\n")
-    result = _cli([*SIM, "--noise", str(tmp_path / "none.yaml"), "--out", str(tmp_path / "d.npz")], cwd=work)
+    args = [*SIM, "--noise", str(tmp_path / "none.yaml"), "--out", str(tmp_path / "d.npz")]
+    result = run_cli(args, cwd=work, env_extra={"PYTHONPATH": str(ROOT)}, timeout=120)
     assert result.returncode == 0, result.stderr
     ds = load_dataset(tmp_path / "d.npz")
     assert ds.metadata["noise"] == {"models": []}
