@@ -17,7 +17,6 @@ from robotid_sim.identification import (
     History,
     per_joint_variance,
 )
-from robotid_sim.identification.least_squares import JointWeightedLeastSquares
 
 #: ``diagnostics['stop_reason']`` values
 STOP_SETTLED = "the rejected set did not change"
@@ -31,7 +30,7 @@ class IRLSEstimator(Estimator):
 
     Works on the problem's rows in use (a velocity dead-band's rows are never counted as
     rejected). Each re-solve is exact but cheap: the per-joint Gram matrices are formed once and a
-    solve subtracts only the rejected rows (:class:`JointWeightedLeastSquares`). The loop stops
+    solve subtracts only the rejected rows (:meth:`IdentificationProblem.least_squares`). The loop stops
     when the rejected set does not change, or repeats an earlier set (it would cycle).
 
     Diagnostics: ``iterations``, ``converged``, ``stop_reason``, ``rejected_per_joint`` (rows of
@@ -65,24 +64,24 @@ class IRLSEstimator(Estimator):
 
     def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
-        W, y, n = problem.base_regressor(), problem.torque_vector(), problem.n_dof
-        joint = problem.row_joint()
+        n, joint = problem.n_dof, problem.row_joint()
         rows_of = [np.flatnonzero(joint == j) for j in range(n)]
-        solver = JointWeightedLeastSquares(W, y, joint, n)
+        solver = problem.least_squares()
+        b = problem.base.count
         weights = np.ones(n)
         fit = solver.solve(weights, covariance=False)  # Eq. 25: residual of the first LS
-        keep = np.ones_like(y, dtype=bool)
-        n_params = solver.n_params(keep)
+        keep = np.ones(problem.n_rows, dtype=bool)
+        n_params = solver.n_params(keep, per_joint=True)
         history = [fit.beta]
         seen = {_digest(keep)}
         iterations, stop_reason = 0, STOP_LIMIT
         limits = np.full(n, np.inf)
         while iterations < self.max_iterations:
             iterations += 1
-            variance = per_joint_variance(fit.residual, W, n, keep, row_joint=joint, n_params=n_params)
+            variance = per_joint_variance(fit.residual, None, n, keep, row_joint=joint, n_params=n_params)
             limits = self._limits(fit.residual, keep, rows_of)
             new_keep = np.abs(fit.residual) < limits[joint]  # Eq. 28
-            if new_keep.sum() <= W.shape[1]:
+            if new_keep.sum() <= b:
                 raise IdentificationError(
                     "irls rejected almost every sample as an outlier; raise 'threshold' or 'k_sigma'"
                 )
@@ -99,7 +98,7 @@ class IRLSEstimator(Estimator):
                 stop_reason = STOP_CYCLE
                 break
             seen.add(digest)
-            n_params = solver.n_params(keep)
+            n_params = solver.n_params(keep, per_joint=True)
         covariance = solver.covariance(weights, None if keep.all() else keep, fit)
         rejected = np.bincount(joint[~keep], minlength=n)
         in_use = np.maximum(np.bincount(joint, minlength=n), 1)

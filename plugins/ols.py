@@ -5,11 +5,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions, weighted_least_squares
+from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
 
 
 class OLSEstimator(Estimator):
-    """beta = (WᵀW)⁻¹ Wᵀ tau, solved by QR on the column-scaled stacked base regressor.
+    """beta = (WᵀW)⁻¹ Wᵀ tau, from the problem's streamed normal equations (column-scaled Cholesky,
+    refined against the exact residual when ill-conditioned; the stacked regressor is not formed).
 
     Uses the problem's rows in use (a velocity dead-band's rows left out); diagnostics
     ``condition_number`` and ``deadband_rows_removed``.
@@ -22,7 +23,7 @@ class OLSEstimator(Estimator):
 
     def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
-        fit = weighted_least_squares(problem.base_regressor(), problem.torque_vector())
+        fit = problem.least_squares().solve()
         return BaseParameterModel.from_problem(
             problem, fit.beta, fit.covariance, diagnostics={"condition_number": cond, **problem.diagnostics()}
         )

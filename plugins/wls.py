@@ -11,7 +11,6 @@ from robotid_sim.identification import (
     Estimator,
     EstimatorOptions,
     per_joint_variance,
-    weighted_least_squares,
 )
 from robotid_sim.identification.least_squares import per_group_joint_variance
 
@@ -41,25 +40,31 @@ class WLSEstimator(Estimator):
 
     def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
-        W, y, n = problem.base_regressor(), problem.torque_vector(), problem.n_dof
-        joint = problem.row_joint()
-        ols = weighted_least_squares(W, y)
-        variance = per_joint_variance(ols.residual, W, n, row_joint=joint)
+        n, joint = problem.n_dof, problem.row_joint()
+        solver = problem.least_squares()
+        ols = solver.solve()
+        variance = per_joint_variance(ols.residual, None, n, row_joint=joint, n_params=solver.n_params(per_joint=True))
         diagnostics = {"condition_number": cond, "joint_noise_std": np.sqrt(variance).tolist()}
         if self.per_experiment:
             experiments = problem.experiments
             group = problem.row_experiment()
             cell_variance = per_group_joint_variance(
-                ols.residual, W, n, row_joint=joint, row_group=group, n_groups=len(experiments)
+                ols.residual,
+                None,
+                n,
+                row_joint=joint,
+                row_group=group,
+                n_groups=len(experiments),
+                n_params=solver.n_params().reshape(len(experiments), n),
             )
-            weights = 1.0 / cell_variance[group, joint]
+            weights = 1.0 / cell_variance
             diagnostics["experiment_noise_std"] = [
                 {"name": name, "joint_noise_std": np.sqrt(v).tolist()}
                 for (name, _), v in zip(experiments, cell_variance, strict=True)
             ]
         else:
-            weights = 1.0 / variance[joint]
-        fit = weighted_least_squares(W, y, weights)
+            weights = 1.0 / variance
+        fit = solver.solve(weights)
         return BaseParameterModel.from_problem(
             problem, fit.beta, fit.covariance, diagnostics={**diagnostics, **problem.diagnostics()}
         )

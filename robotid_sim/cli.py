@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robotid_sim.errors import ConfigError, DataError, RobotIdError
+from robotid_sim.threads import quiet_thread_pools
 
 #: exit code of a user error (bad input), as argparse uses for bad arguments
 EXIT_USER_ERROR = 2
@@ -506,6 +507,7 @@ def _user_error_message(exc: BaseException) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_thread_pools()  # before NumPy and numba start their thread pools
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     verbose = bool(getattr(args, "verbose", False))

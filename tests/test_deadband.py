@@ -397,7 +397,7 @@ def test_the_gram_update_solve_equals_the_qr_solve(rng, collinearity):
     W[:, -1] = W[:, -2] + collinearity * rng.standard_normal(m) * np.abs(W[:, -2]).mean()
     y = W @ rng.standard_normal(b) + 0.1 * rng.standard_normal(m)
     joint = np.arange(m) % n
-    solver = JointWeightedLeastSquares(W, y, joint, n)
+    solver = JointWeightedLeastSquares.from_matrix(W, y, joint, n)
     lam = rng.uniform(0.5, 20, n)
     for keep in (None, rng.random(m) > 0.05, rng.random(m) > 0.8):
         weights = lam[joint] if keep is None else lam[joint] * keep

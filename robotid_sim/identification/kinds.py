@@ -124,8 +124,9 @@ class LinearParameterModel(IdentifiedModel):
         return self.structure.robot_with_parameters(self.standard_equivalent())
 
     def predict_torque(self, q, qd, qdd) -> np.ndarray:
-        q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
-        return self.regressor(q, qd, qdd) @ self.values
+        """Motor torque (N, n) by the compiled Newton–Euler kernels on :meth:`standard_equivalent`
+        (the batched torque: no regressor formed; equal to ``regressor @ values`` to rounding)."""
+        return self.equivalent_robot.inverse_dynamics(q, qd, qdd)
 
     def mass_matrix(self, q) -> np.ndarray:
         """M(q) (N, n, n) by the recursive algorithm on the equivalent standard parameters."""
@@ -314,10 +315,6 @@ class StandardParameterModel(LinearParameterModel):
 
     def regressor(self, q, qd, qdd) -> np.ndarray:
         return self.structure.regressor(q, qd, qdd)
-
-    def predict_torque(self, q, qd, qdd) -> np.ndarray:
-        """Motor torque by the recursive Newton–Euler algorithm on θ (no regressor formed)."""
-        return self.equivalent_robot.inverse_dynamics(q, qd, qdd)
 
     def standard_equivalent(self) -> np.ndarray:
         return np.array(self.values)

@@ -1,8 +1,16 @@
-"""Weighted linear least squares shared by the OLS / WLS / IRLS estimators (seed 001 Eq. 14–16)."""
+"""Weighted linear least squares shared by the OLS / WLS / IRLS estimators (seed 001 Eq. 14–16).
+
+:func:`weighted_least_squares` is the dense QR on a stacked matrix (the reference, and the fallback
+of ill-conditioned problems); :class:`JointWeightedLeastSquares` solves the same problems from Gram
+matrices accumulated over blocks of rows, so an identification problem's regressor is never stacked
+(:meth:`IdentificationProblem.least_squares`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -54,7 +62,7 @@ def weighted_least_squares(W: np.ndarray, y: np.ndarray, weights: np.ndarray | N
 
 def per_joint_variance(
     residual: np.ndarray,
-    W: np.ndarray,
+    W: np.ndarray | None,
     n_dof: int,
     mask: np.ndarray | None = None,
     *,
@@ -68,7 +76,8 @@ def per_joint_variance(
 
     Args:
         residual: (m,) residual of the rows of ``W``.
-        W: (m, b) the regressor rows (those of :meth:`IdentificationProblem.base_regressor`).
+        W: (m, b) the regressor rows (those of :meth:`IdentificationProblem.base_regressor`), used
+            only to count ``n_j`` when ``n_params`` is not given (None then).
         n_dof: joint count n.
         mask: (m,) rows in use (an outlier rejection), default all.
         row_joint: (m,) joint of each row (:meth:`IdentificationProblem.row_joint`); default
@@ -80,7 +89,7 @@ def per_joint_variance(
 
 def per_group_joint_variance(
     residual: np.ndarray,
-    W: np.ndarray,
+    W: np.ndarray | None,
     n_dof: int,
     mask: np.ndarray | None = None,
     *,
@@ -111,6 +120,8 @@ def per_group_joint_variance(
     ss = np.bincount(cell[use], weights=residual[use] ** 2, minlength=size).reshape(n_groups, n_dof)
     M = np.bincount(cell[use], minlength=size).reshape(n_groups, n_dof)
     if n_params is None:
+        if W is None:
+            raise DataError("per_group_joint_variance needs the regressor rows W or the counts n_params")
         nz = np.zeros((n_groups, n_dof))
         rows_by_cell = np.argsort(cell[use], kind="stable")
         used = np.flatnonzero(use)[rows_by_cell]
@@ -130,128 +141,275 @@ def per_group_joint_variance(
     return np.maximum(var, tiny)
 
 
-class JointWeightedLeastSquares:
-    """Repeated exact solves of min Σ_rows w_r (y_r − W_r β)² with w_r = λ_joint(r) · keep_r.
+#: scaled condition number of the regressor above which a normal-equations solve is refined
+#: against the exact residual (the normal equations lose about cond² · eps of relative accuracy)
+REFINE_CONDITION = 1e3
+#: refinement steps before a solve gives up on the normal equations and takes the dense QR
+REFINE_STEPS = 4
 
-    For an iterative estimator (IRLS) whose weights are one value per joint times a 0/1 row mask
-    that changes a little each time. The per-joint Gram matrices of the column-scaled regressor
-    are formed once (one pass over W); a solve subtracts the Gram of the dropped rows only (or
-    forms the kept rows' Gram when most rows are dropped), factors the b×b system by Cholesky and
-    refines the solution with the exact residual (semi-normal equations with iterative
-    refinement), so the estimate agrees with the QR of :func:`weighted_least_squares` to rounding
-    while a solve costs a few matrix-vector products over W instead of a QR of it.
 
-    Args:
-        W: (m, b) regressor rows.
-        y: (m,) measurements.
-        row_joint: (m,) joint of each row in ``0 … n_dof-1``.
-        n_dof: joint count n.
+@dataclass(frozen=True)
+class RowBlock:
+    """Rows of one cell (a joint, or an experiment and joint) of a least-squares problem.
+
+    Attributes:
+        cell: the cell index in ``0 … n_cells-1``.
+        rows: (r,) positions of the rows among the problem's m rows.
+        W: (r, b) their regressor rows.
+        y: (r,) their measurements.
     """
 
-    def __init__(self, W: np.ndarray, y: np.ndarray, row_joint: np.ndarray, n_dof: int):
-        self.W = np.asarray(W, float)
-        self.y = np.asarray(y, float)
-        self.row_joint = np.asarray(row_joint, dtype=np.intp)
-        self.n_dof = n_dof
-        b = self.W.shape[1]
-        self.gram = np.empty((n_dof, b, b))
-        self.rhs = np.empty((n_dof, b))
-        self.nonzero = np.empty((n_dof, b), dtype=np.int64)
-        self.rows_per_joint = np.bincount(self.row_joint, minlength=n_dof)
-        for j in range(n_dof):
-            rows = np.flatnonzero(self.row_joint == j)
-            Wj = self.W[rows]
-            self.gram[j] = Wj.T @ Wj
-            self.rhs[j] = Wj.T @ self.y[rows]
-            self.nonzero[j] = np.count_nonzero(Wj, axis=0)
-        scale = np.sqrt(np.einsum("jii->i", self.gram))  # column norms of W
+    cell: int
+    rows: np.ndarray
+    W: np.ndarray
+    y: np.ndarray
+
+
+class RowSource(Protocol):
+    """The rows of a least-squares problem, as :class:`JointWeightedLeastSquares` reads them.
+
+    ``IdentificationProblem`` is one (the base regressor computed chunk by chunk, never stacked);
+    :class:`MatrixRows` wraps an already formed matrix.
+    """
+
+    n_cells: int  # a multiple of n_dof: cell = group * n_dof + joint
+    n_dof: int
+    row_cell: np.ndarray  # (m,) cell of every row
+    y: np.ndarray  # (m,)
+
+    def blocks(self) -> Iterator[RowBlock]:
+        """Every row once, in blocks of one cell each."""
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """The regressor rows (len(index), b) at the given row positions."""
+
+    def predict(self, beta: np.ndarray) -> np.ndarray:
+        """W @ beta (m,) for every row."""
+
+    def matrix(self) -> np.ndarray:
+        """The stacked regressor (m, b): the dense fallback of an ill-conditioned solve."""
+
+
+@dataclass(frozen=True)
+class MatrixRows:
+    """A :class:`RowSource` over a formed regressor ``W`` (m, b), ``y`` (m,) and ``row_cell`` (m,)."""
+
+    W: np.ndarray
+    y: np.ndarray
+    row_cell: np.ndarray
+    n_cells: int
+    n_dof: int
+
+    def blocks(self) -> Iterator[RowBlock]:
+        for c in range(self.n_cells):
+            rows = np.flatnonzero(self.row_cell == c)
+            yield RowBlock(c, rows, self.W[rows], self.y[rows])
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        return self.W[index]
+
+    def predict(self, beta: np.ndarray) -> np.ndarray:
+        return self.W @ beta
+
+    def matrix(self) -> np.ndarray:
+        return self.W
+
+
+class JointWeightedLeastSquares:
+    """Exact solves of min Σ_rows w_r (y_r − W_r β)² with w_r = λ_cell(r) · keep_r, W never stacked.
+
+    One pass over the rows (:meth:`RowSource.blocks`) accumulates, per cell (a joint, or an
+    experiment and joint), the Gram matrix WᵀW, Wᵀy, the row count and the count of non-zeros
+    of every column. A solve sums the cells' Gram matrices with their weights, subtracts the
+    rows the 0/1 mask ``keep`` drops (their regressor rows only are recomputed), factors the
+    column-scaled b×b system by Cholesky and, when the regressor's scaled condition number
+    exceeds :data:`REFINE_CONDITION`, refines the solution with the exact residual (semi-normal
+    equations with iterative refinement: one more pass over the rows per step). The estimate
+    agrees with the QR of :func:`weighted_least_squares` on the stacked rows to rounding; where
+    the normal equations cannot reach that (an ill-conditioned or rank-deficient problem) the
+    solve takes that QR on :meth:`RowSource.matrix`. The residual of every row comes from
+    :meth:`RowSource.predict` (for a problem, the batched torque of the compiled Newton–Euler
+    kernels, no regressor formed).
+
+    Use :meth:`IdentificationProblem.least_squares` for a problem (built once, shared by every
+    estimator fitting it) or :meth:`from_matrix` for a formed matrix.
+    """
+
+    def __init__(self, source: RowSource):
+        self.source = source
+        self.row_cell = np.asarray(source.row_cell, dtype=np.intp)
+        self.n_cells = int(source.n_cells)
+        gram = rhs = nonzero = None
+        self.rows_per_cell = np.bincount(self.row_cell, minlength=self.n_cells)
+        for block in source.blocks():
+            if gram is None:
+                b = block.W.shape[1]
+                gram = np.zeros((self.n_cells, b, b))
+                rhs = np.zeros((self.n_cells, b))
+                nonzero = np.zeros((self.n_cells, b), dtype=np.int64)
+            Wc = np.ascontiguousarray(block.W)
+            gram[block.cell] += Wc.T @ Wc  # numpy calls BLAS syrk for this product
+            rhs[block.cell] += Wc.T @ block.y
+            nonzero[block.cell] += np.count_nonzero(Wc, axis=0)
+        if gram is None:
+            raise DataError("a least-squares problem without rows")
+        scale = np.sqrt(np.einsum("cii->i", gram))  # column norms of W
         scale[scale == 0] = 1.0
         self.scale = scale
-        self.gram /= np.outer(scale, scale)
-        self.rhs /= scale
+        self.gram = gram / np.outer(scale, scale)
+        self.rhs = rhs / scale
+        self.nonzero = nonzero
 
-    def n_params(self, keep: np.ndarray | None = None) -> np.ndarray:
-        """(n,) number of base parameters present in each joint's kept rows (``n_j`` of Eq. 26)."""
+    @classmethod
+    def from_matrix(cls, W: np.ndarray, y: np.ndarray, row_joint: np.ndarray, n_dof: int) -> JointWeightedLeastSquares:
+        """The solver of a formed regressor ``W`` (m, b) whose cells are the joints of ``row_joint`` (m,)."""
+        W, y = np.asarray(W, float), np.asarray(y, float)
+        return cls(MatrixRows(W, y, np.asarray(row_joint, dtype=np.intp), n_dof, n_dof))
+
+    @property
+    def y(self) -> np.ndarray:
+        return self.source.y
+
+    def gram_matrix(self) -> np.ndarray:
+        """WᵀW (b, b) of every row, unweighted (the excitation checks use it)."""
+        return self.gram.sum(axis=0) * np.outer(self.scale, self.scale)
+
+    def n_params(self, keep: np.ndarray | None = None, *, per_joint: bool = False) -> np.ndarray:
+        """Number of parameters present in each cell's kept rows (``n_j`` of Eq. 26): (n_cells,), or
+        (n_dof,) over all groups of a joint with ``per_joint``."""
         counts = self.nonzero.copy()
         if keep is not None:
-            dropped = np.flatnonzero(~keep)
-            for j in range(self.n_dof):
-                rows = dropped[self.row_joint[dropped] == j]
-                if rows.size:
-                    counts[j] -= np.count_nonzero(self.W[rows], axis=0)
+            dropped = np.flatnonzero(~np.asarray(keep, bool))
+            if dropped.size:
+                rows = self.source.rows(dropped)
+                cells = self.row_cell[dropped]
+                for c in np.unique(cells):
+                    counts[c] -= np.count_nonzero(rows[cells == c], axis=0)
+        if per_joint:
+            counts = counts.reshape(-1, self.source.n_dof, counts.shape[1]).sum(axis=0)
         return np.count_nonzero(counts > 0, axis=1)
 
-    def _factor(self, w: np.ndarray, lam: np.ndarray, keep: np.ndarray | None):
-        """Cholesky factor of the scaled weighted Gram matrix and the scaled right-hand side."""
-        import scipy.linalg
+    def _cell_weights(self, weights) -> np.ndarray:
+        lam = np.asarray(weights, float).reshape(-1)
+        if lam.size != self.n_cells:
+            if self.n_cells % lam.size:
+                raise DataError(f"{lam.size} weights for {self.n_cells} cells of rows")
+            lam = np.tile(lam, self.n_cells // lam.size)  # one weight per joint, for every experiment
+        return lam
 
-        W, y, scale = self.W, self.y, self.scale
-        m = W.shape[0]
-        dropped = np.flatnonzero(w == 0) if keep is not None else np.empty(0, dtype=np.intp)
+    def _system(self, lam: np.ndarray, keep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The scaled weighted Gram matrix and right-hand side of the kept rows."""
+        dropped = np.empty(0, dtype=np.intp) if keep is None else np.flatnonzero(~keep)
+        m = self.row_cell.size
         if dropped.size <= m // 2:
             G = np.tensordot(lam, self.gram, axes=1)
             c = lam @ self.rhs
             if dropped.size:
-                sd = np.sqrt(lam[self.row_joint[dropped]])
-                A = W[dropped] * (sd[:, None] / scale)
+                sd = np.sqrt(lam[self.row_cell[dropped]])
+                A = self.source.rows(dropped) * (sd[:, None] / self.scale)
                 G -= A.T @ A
-                c -= A.T @ (y[dropped] * sd)
-        else:
-            kept = np.flatnonzero(w > 0)
-            sk = np.sqrt(w[kept])
-            A = W[kept] * (sk[:, None] / scale)
-            G = A.T @ A
-            c = A.T @ (y[kept] * sk)
-        return scipy.linalg.cho_factor(G, check_finite=False), c
+                c -= A.T @ (self.y[dropped] * sd)
+            return G, c
+        b = self.scale.size
+        G, c = np.zeros((b, b)), np.zeros(b)
+        for block in self.source.blocks():
+            kept = keep[block.rows]
+            A = block.W[kept] / self.scale
+            G += lam[block.cell] * (A.T @ A)
+            c += lam[block.cell] * (A.T @ block.y[kept])
+        return G, c
 
-    def _weights(self, joint_weights, keep) -> tuple[np.ndarray, np.ndarray]:
-        lam = np.asarray(joint_weights, float)
-        w = lam[self.row_joint]
-        return lam, (w if keep is None else w * keep)
+    def _gradient(self, w: np.ndarray, residual: np.ndarray) -> np.ndarray:
+        """Wᵀ (w ⊙ residual) / scale, one pass over the rows."""
+        g = np.zeros(self.scale.size)
+        for block in self.source.blocks():
+            g += block.W.T @ (w[block.rows] * residual[block.rows])
+        return g / self.scale
 
-    def solve(
-        self, joint_weights: np.ndarray, keep: np.ndarray | None = None, covariance: bool = True
-    ) -> LeastSquaresFit:
-        """The fit with row weights ``joint_weights[row_joint] * keep`` (as :func:`weighted_least_squares`).
+    def _row_weights(self, weights, keep) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        lam = self._cell_weights(weights)
+        keep = None if keep is None else np.asarray(keep, bool)
+        w = lam[self.row_cell]
+        return lam, (w if keep is None else w * keep), keep
 
-        ``covariance=False`` leaves ``covariance`` None (an intermediate iterate; see :meth:`covariance`).
+    def solve(self, weights=None, keep: np.ndarray | None = None, covariance: bool = True) -> LeastSquaresFit:
+        """The fit with row weights ``weights[row_cell] * keep`` (as :func:`weighted_least_squares`).
+
+        Args:
+            weights: (n_cells,) one per cell, or one per joint (for every experiment); default 1.
+            keep: (m,) bool, the rows in use; default all.
+            covariance: False leaves ``covariance`` None (an intermediate iterate; see :meth:`covariance`).
         """
-        import scipy.linalg
+        lam, w, keep = self._row_weights(np.ones(self.n_cells) if weights is None else weights, keep)
+        G, c = self._system(lam, keep)
+        system = _Cholesky.of(G)
+        if system is None:
+            return self._dense(w)
+        z = system.solve(c)
+        residual = self.y - self.source.predict(z / self.scale)
+        if system.condition > REFINE_CONDITION:
+            for _ in range(REFINE_STEPS):  # the exact residual corrects the normal equations' rounding
+                dz = system.solve(self._gradient(w, residual))
+                z = z + dz
+                residual = self.y - self.source.predict(z / self.scale)
+                # the error left is about (|dz| / |z|)² |z|: done once that is below rounding
+                if np.linalg.norm(dz) <= 1e-9 * np.linalg.norm(z):
+                    break
+            else:  # too ill-conditioned for the normal equations to converge: the QR
+                return self._dense(w)
+        fit = LeastSquaresFit(beta=z / self.scale, covariance=None, residual=residual)
+        return replace(fit, covariance=self._covariance(system, w, residual)) if covariance else fit
 
-        W, y, scale = self.W, self.y, self.scale
-        lam, w = self._weights(joint_weights, keep)
-        try:
-            factor, c = self._factor(w, lam, keep)
-        except np.linalg.LinAlgError:
-            return weighted_least_squares(W, y, w)
-        z = scipy.linalg.cho_solve(factor, c, check_finite=False)
-        residual = y - W @ (z / scale)
-        for _ in range(4):  # iterative refinement: the exact residual corrects the normal equations' rounding
-            dz = scipy.linalg.cho_solve(factor, (W.T @ (w * residual)) / scale, check_finite=False)
-            z = z + dz
-            residual = y - W @ (z / scale)
-            # the error left is about (|dz| / |z|)² |z|: done once that is below rounding
-            if np.linalg.norm(dz) <= 1e-9 * np.linalg.norm(z):
-                break
-        else:  # too ill-conditioned for the normal equations to converge: the QR
-            return weighted_least_squares(W, y, w)
-        beta = z / scale
-        cov = self._covariance(factor, w, residual) if covariance else None
-        return LeastSquaresFit(beta=beta, covariance=cov, residual=residual)
+    def _dense(self, w: np.ndarray) -> LeastSquaresFit:
+        return weighted_least_squares(self.source.matrix(), self.y, w)
 
-    def covariance(self, joint_weights: np.ndarray, keep: np.ndarray | None, fit: LeastSquaresFit) -> np.ndarray:
+    def covariance(self, weights, keep: np.ndarray | None, fit: LeastSquaresFit) -> np.ndarray:
         """The covariance of ``fit``, solved with the same weights (as :func:`weighted_least_squares`'s)."""
-        lam, w = self._weights(joint_weights, keep)
-        try:
-            factor, _ = self._factor(w, lam, keep)
-        except np.linalg.LinAlgError:
-            return weighted_least_squares(self.W, self.y, w).covariance
-        return self._covariance(factor, w, fit.residual)
+        lam, w, keep = self._row_weights(weights, keep)
+        system = _Cholesky.of(self._system(lam, keep)[0])
+        if system is None:
+            return self._dense(w).covariance
+        return self._covariance(system, w, fit.residual)
 
-    def _covariance(self, factor, w: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    def _covariance(self, system: _Cholesky, w: np.ndarray, residual: np.ndarray) -> np.ndarray:
+        b = self.scale.size
+        sigma2 = float(w @ residual**2) / max(int(np.count_nonzero(w > 0)) - b, 1)
+        return sigma2 * system.inverse() / np.outer(self.scale, self.scale)
+
+
+@dataclass(frozen=True)
+class _Cholesky:
+    """A symmetric positive definite b×b system G, equilibrated (unit diagonal) and factored."""
+
+    factor: tuple
+    d: np.ndarray  # sqrt(diag G)
+    condition: float  # cond(A) of any A with AᵀA = G, after equilibration
+
+    @classmethod
+    def of(cls, G: np.ndarray) -> _Cholesky | None:
+        """The factored system, or None where G is not numerically positive definite."""
         import scipy.linalg
 
-        b = self.W.shape[1]
-        sigma2 = float(w @ residual**2) / max(int(np.count_nonzero(w > 0)) - b, 1)
-        inverse = scipy.linalg.cho_solve(factor, np.eye(b), check_finite=False)
-        return sigma2 * inverse / np.outer(self.scale, self.scale)
+        d = np.sqrt(np.diag(G))
+        if not np.all(d > 0):
+            return None
+        Gs = G / np.outer(d, d)
+        ev = np.linalg.eigvalsh(Gs)
+        if ev[0] <= 0:
+            return None
+        try:
+            factor = scipy.linalg.cho_factor(Gs, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None
+        return cls(factor, d, float(np.sqrt(ev[-1] / ev[0])))
+
+    def solve(self, c: np.ndarray) -> np.ndarray:
+        import scipy.linalg
+
+        return scipy.linalg.cho_solve(self.factor, c / self.d, check_finite=False) / self.d
+
+    def inverse(self) -> np.ndarray:
+        import scipy.linalg
+
+        inverse = scipy.linalg.cho_solve(self.factor, np.eye(self.d.size), check_finite=False)
+        return inverse / np.outer(self.d, self.d)

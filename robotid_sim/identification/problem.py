@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -15,12 +15,17 @@ import numpy as np
 from robotid_sim.dynamics.base_parameters import BaseParameters
 from robotid_sim.errors import ConfigError, DataError, IdentificationError
 from robotid_sim.excitation.base import Segment
+from robotid_sim.identification.least_squares import JointWeightedLeastSquares, RowBlock
 from robotid_sim.robot.model import Robot
 from robotid_sim.robot.structure import RobotStructure
 from robotid_sim.sim.logs import experiments
 
 #: condition number above which the excitation is called rank-deficient
 RANK_DEFICIENT_CONDITION = 1e10
+#: bytes of base regressor computed at once when the rows are streamed (samples per chunk follow)
+CHUNK_BYTES = 8 * 2**20
+#: condition numbers the Gram matrix resolves; above, the excitation checks take a QR of the rows
+GRAM_CONDITION_LIMIT = 1e6
 
 
 #: the one experiment of a dataset whose metadata names none
@@ -285,6 +290,35 @@ class IdentificationProblem:
         ``deadband_rows_removed`` (list of n ints)."""
         return {"deadband_rows_removed": self.deadband_rows_removed}
 
+    # ------------------------------------------------------------------ streamed least squares
+    def least_squares(self) -> JointWeightedLeastSquares:
+        """The least-squares solver of this problem's rows in use, built once and shared.
+
+        Its one pass computes the base regressor chunk by chunk (:data:`CHUNK_BYTES` at a time)
+        and keeps per experiment and joint only the Gram matrix WᵀW, Wᵀτ and counts, so the
+        stacked (m, b) regressor is never formed; residuals come from the batched torque of the
+        compiled Newton–Euler kernels. Cells are ``experiment * n + joint``
+        (:meth:`row_experiment`, :meth:`row_joint`). ``solve()`` gives the OLS estimate,
+        ``solve(weights_per_joint)`` or ``solve(weights_per_cell)`` a weighted one, ``keep``
+        drops rows (an outlier rejection), all equal to the dense QR of
+        :func:`~robotid_sim.identification.least_squares.weighted_least_squares` on
+        :meth:`base_regressor` to rounding.
+        """
+        return self._least_squares
+
+    @cached_property
+    def _least_squares(self) -> JointWeightedLeastSquares:
+        return JointWeightedLeastSquares(_ProblemRows(self))
+
+    def predict_rows(self, beta: np.ndarray) -> np.ndarray:
+        """W β (m,) for base parameters ``beta`` on the rows in use, by the batched Newton–Euler torque
+        of the equivalent standard parameters (no regressor formed)."""
+        theta = np.zeros(self.structure.n_parameters)
+        theta[self.base.independent] = beta
+        ds = self.dataset
+        tau = self.structure.robot_with_parameters(theta).inverse_dynamics(ds.q, ds.qd, ds.qdd)
+        return tau.reshape(-1) if self._keep is None else tau.reshape(-1)[self._keep]
+
     # ------------------------------------------------------------------ regressor and torque
     @cached_property
     def _base_regressor(self) -> np.ndarray:
@@ -370,8 +404,8 @@ class IdentificationProblem:
 
     @cached_property
     def _kept_rank_test(self):
-        W = self._kept_regressor
-        return self._rank_test(W)
+        gram = _gram_rank_test(self.least_squares().gram_matrix())
+        return gram if gram is not None else self._rank_test(self._kept_regressor)
 
     @cached_property
     def _deadband_rank_checked(self) -> bool:
@@ -416,3 +450,66 @@ class IdentificationProblem:
                 "excitation (e.g. excitation.type: fourier with optimize)"
             )
         return cond  # = metrics.condition_number of the rows in use
+
+
+def _gram_rank_test(G: np.ndarray):
+    """:meth:`IdentificationProblem._rank_test` from the Gram matrix WᵀW, or None where its condition
+    numbers exceed :data:`GRAM_CONDITION_LIMIT` (the Gram matrix squares them; the QR of W decides there)."""
+    scale = np.sqrt(np.diag(G))
+    dead = np.flatnonzero(scale < 1e-12 * max(scale.max(), 1e-300))
+    if dead.size:
+        return dead, np.inf, None, np.inf
+    ev, V = np.linalg.eigh(G / np.outer(scale, scale))
+    raw = np.linalg.eigvalsh(G)
+    if ev[0] <= 0 or raw[0] <= 0:
+        return None
+    scaled, cond = float(np.sqrt(ev[-1] / ev[0])), float(np.sqrt(raw[-1] / raw[0]))
+    if max(scaled, cond) > GRAM_CONDITION_LIMIT:
+        return None
+    return dead, scaled, V[:, 0], cond
+
+
+class _ProblemRows:
+    """The rows in use of a problem as a :class:`~robotid_sim.identification.least_squares.RowSource`:
+    the base regressor computed a chunk of samples at a time, cells ``experiment * n + joint``."""
+
+    def __init__(self, problem: IdentificationProblem):
+        self.problem = problem
+        self.n_dof = problem.n_dof
+        self.n_cells = len(problem.experiments) * self.n_dof
+        self.row_cell = problem.row_experiment() * self.n_dof + problem.row_joint()
+        self.y = problem.torque_vector()
+
+    def blocks(self) -> Iterator[RowBlock]:
+        p, n = self.problem, self.n_dof
+        ds = p.dataset
+        chunk = max(64, CHUNK_BYTES // (8 * n * max(p.base.count, 1)))
+        keep = None if p._keep is None else p._keep.reshape(-1, n)
+        position = None if keep is None else np.cumsum(p._keep) - 1  # full row index -> row in use
+        for e, (_, experiment) in enumerate(p.experiments):
+            for start in range(experiment.start, experiment.stop, chunk):
+                s = slice(start, min(start + chunk, experiment.stop))
+                Y = p.base.regressor(ds.q[s], ds.qd[s], ds.qdd[s])
+                tau = np.asarray(ds.tau[s], float)
+                for j in range(n):
+                    full = np.arange(s.start, s.stop) * n + j
+                    if keep is None:
+                        yield RowBlock(e * n + j, full, Y[:, j], tau[:, j])
+                    else:
+                        use = keep[s, j]
+                        yield RowBlock(e * n + j, position[full[use]], Y[use, j], tau[use, j])
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        p, n = self.problem, self.n_dof
+        full = p.row_index()[index]
+        samples, joints = np.divmod(full, n)
+        unique, inverse = np.unique(samples, return_inverse=True)
+        ds = p.dataset
+        Y = p.base.regressor(ds.q[unique], ds.qd[unique], ds.qdd[unique])
+        return Y[inverse, joints]
+
+    def predict(self, beta: np.ndarray) -> np.ndarray:
+        return self.problem.predict_rows(beta)
+
+    def matrix(self) -> np.ndarray:
+        return self.problem.base_regressor()
