@@ -218,6 +218,19 @@ def test_threaded_and_numpy_paths_agree_with_the_serial_kernels(robots, rng, mon
         _close(c, a, 1e-9)
 
 
+def test_threaded_rnea_blocks_cover_every_sample(robots, rng, monkeypatch):
+    """The threaded RNEA runs blocks of RNEA_BLOCK samples: several blocks and a partial last one."""
+    from robotid_sim.dynamics import _crba_kernels
+
+    robot = robots["hyper9"].with_parameters(_random_theta(robots["hyper9"], rng))
+    N = 2 * _crba_kernels.RNEA_BLOCK + 37
+    q, qd, qdd = robot.random_states(rng, N)
+    serial = robot.rigid_body_torque(q, qd, qdd)
+    monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", 1)
+    assert np.array_equal(robot.rigid_body_torque(q, qd, qdd), serial)
+    _close(serial, rnea(robot.joints, robot.inertials, q.T.copy(), qd.T.copy(), qdd.T.copy(), robot.gravity).T, 1e-12)
+
+
 @pytest.mark.parametrize("threaded", [False, True])
 def test_singular_mass_matrix_raises_both_data_and_linalg_error(robots, monkeypatch, threaded):
     import robotid_sim as rid

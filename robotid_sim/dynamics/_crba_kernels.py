@@ -307,30 +307,35 @@ def mass_bias_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h)
         _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
 
 
+#: samples per block of the batch RNEA: its work arrays are allocated once per block, not per sample
+RNEA_BLOCK = 256
+
+
 @njit(cache=True)
-def _rnea_one(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
+def _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, start, stop):
     n = kind.shape[0]
     E = np.empty((n, 3, 3))
     P = np.empty((n, 3))
-    _kinematics(kind, axis, R0, p0, q, E, P)
     W = np.empty((n, 3))
     DW = np.empty((n, 3))
     A = np.empty((n, 3))
-    _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A)
+    for s in range(start, stop):
+        _kinematics(kind, axis, R0, p0, q[s], E, P)
+        _rnea(kind, axis, inert, g, E, P, qd[s], qdd[s], tau[s], W, DW, A)
 
 
 @njit(cache=True)
 def rnea_serial(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
     """Rigid-body torque tau (N, n) for q, qd, qdd (N, n); serial loop."""
-    for s in range(q.shape[0]):
-        _rnea_one(kind, axis, R0, p0, inert, g, q[s], qd[s], qdd[s], tau[s])
+    _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, 0, q.shape[0])
 
 
 @njit(cache=True, parallel=True)
 def rnea_parallel(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
-    """As :func:`rnea_serial`, samples spread over threads."""
-    for s in prange(q.shape[0]):
-        _rnea_one(kind, axis, R0, p0, inert, g, q[s], qd[s], qdd[s], tau[s])
+    """As :func:`rnea_serial`, blocks of :data:`RNEA_BLOCK` samples spread over threads."""
+    N = q.shape[0]
+    for b in prange((N + RNEA_BLOCK - 1) // RNEA_BLOCK):
+        _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, b * RNEA_BLOCK, min(N, (b + 1) * RNEA_BLOCK))
 
 
 @njit(cache=True)
