@@ -40,6 +40,7 @@ class IRLSEstimator(Estimator):
     """
 
     name = "irls"
+    streams_regressor = True
 
     class Options(EstimatorOptions):
         threshold: float | None = Field(

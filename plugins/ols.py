@@ -17,6 +17,7 @@ class OLSEstimator(Estimator):
     """
 
     name = "ols"
+    streams_regressor = True
 
     class Options(EstimatorOptions):
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")

@@ -29,6 +29,7 @@ class WLSEstimator(Estimator):
     """
 
     name = "wls"
+    streams_regressor = True
 
     class Options(EstimatorOptions):
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")

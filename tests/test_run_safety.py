@@ -523,3 +523,31 @@ def test_the_scenario_name_defaults_to_the_file_stem(tmp_path):
     named = _scenario(tmp_path, file_name="other.yaml", name="given")
     assert load_scenario(named).name == "given"
     assert Scenario(robot="prrrp", estimators=["ols"]).name == "scenario"  # built in Python
+
+
+def test_a_run_whose_estimators_stream_the_regressor_budgets_no_stacked_copy(monkeypatch):
+    """ols, wls and irls never stack the base regressor (issue 10): a long hyper9 identification that
+    would not fit with a stacked regressor is accepted; one estimator that stacks it makes the budget count it."""
+    from robotid_sim.identification import Estimator
+
+    cost = simulation_cost(9, 100.0, 1e-3, 1000.0)
+    formed, streamed = estimate_run(cost, cost, 91), estimate_run(cost, cost, 91, forms_regressor=False)
+    stacked = cost.samples * 9 * 8 * (budget_module.REGRESSOR_COPIES * 91 + budget_module.REGRESSOR_WORK_VALUES)
+    assert formed.peak_phase == "identifying" and formed.memory_bytes > stacked
+    assert streamed.peak_phase != "identifying" and streamed.memory_bytes < formed.memory_bytes / 10
+    monkeypatch.setattr(budget_module, "memory_limit_bytes", lambda: 2e9)
+    long = {**TINY, "robot": "hyper9", "excitation": "default", "estimators": ["ols", "wls", "irls"]}
+    long["simulation"] = {"rate_hz": 1000, "duration": 150.0}
+    plan = runner.prepare_run(parse_scenario(long))  # 150,000 samples: 4.4 GB stacked, 0.2 GB streamed
+    assert plan.budget.memory_bytes < 1e9
+
+    class Stacking(Estimator):
+        name = "stacking"
+
+        def _fit(self, problem):
+            raise AssertionError("not run")
+
+    registered = runner.get_estimator
+    monkeypatch.setattr(runner, "get_estimator", lambda name: Stacking if name == "stacking" else registered(name))
+    with pytest.raises(ConfigError, match="of memory"):
+        runner.prepare_run(parse_scenario({**long, "estimators": ["ols", "stacking"]}))

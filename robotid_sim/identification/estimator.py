@@ -85,11 +85,15 @@ class Estimator:
         biased: True for an estimator that does not recover the exact parameters from noise-free
             data (a regularised or sparse one); :func:`robotid_sim.testing.check_estimator` then
             skips that check.
+        streams_regressor: True for an estimator that never stacks the base regressor (it fits
+            from :meth:`IdentificationProblem.least_squares`, never calls ``base_regressor()``); a
+            scenario run's memory budget then counts no stacked regressor for it.
     """
 
     name: ClassVar[str] = ""
     Options: ClassVar[type[EstimatorOptions] | None] = None
     biased: ClassVar[bool] = False
+    streams_regressor: ClassVar[bool] = False
 
     def __init__(self, **options):
         model = type(self).options_model()

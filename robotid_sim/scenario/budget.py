@@ -11,9 +11,13 @@ The estimate (bytes of float64, ``n`` joints, ``b`` base parameters, S physics s
 - simulating: ``S · n · 8 · 25``: the reference ``q, qd, qdd`` at the physics rate (3 arrays), the
   temporaries of evaluating it and the tracking loop's per-step copies (measured: about 22 more);
 - recorded data: ``N · n · 8 · 10``: measured and true ``q, qd, qdd, tau``, rigid-body torque, t;
-- identifying: ``N · n · 8 · (5 b + 30)``: the base regressor ``N · n · b`` formed in memory and its working
-  copies (column-normalised copy, SVD factors: 5 regressors at the peak, measured) plus the Newton–Euler
-  temporaries of forming it (about 30 per sample and joint);
+- identifying: ``N · n · 8 · (5 b + 30)`` when some estimator forms the stacked base regressor
+  (``problem.base_regressor()``): the regressor ``N · n · b``, its working copies (column-normalised copy,
+  SVD factors: 5 regressors at the peak, measured) and the Newton–Euler temporaries of forming it (about
+  30 per sample and joint); ``N · n · 8 · 12`` when every estimator streams it
+  (:attr:`~robotid_sim.identification.Estimator.streams_regressor`: the built-in least squares read
+  chunks of :data:`~robotid_sim.identification.problem.CHUNK_BYTES` and keep per-row vectors only:
+  measurements, residuals, weights, row indices);
 - the peak of the three phases (simulate the identification data; simulate the validation data while the
   identification data is kept; identify with both datasets in memory);
 - time: ``S · 40 µs`` per simulation (``benchmarks/simulator_speed.py``: 21–34 µs per step on prrrp and hyper9);
@@ -44,6 +48,8 @@ RECORDED_ARRAYS = 10
 REGRESSOR_COPIES = 5
 #: float64 values per sample and joint of the Newton–Euler recursion forming the regressor
 REGRESSOR_WORK_VALUES = 30
+#: float64 values per row (sample and joint) held while every estimator streams the regressor
+STREAMED_ROW_VALUES = 12
 _F64 = 8
 
 
@@ -178,10 +184,16 @@ class RunBudget:
             )
 
 
-def estimate_run(identification: SimulationCost, validation: SimulationCost, n_base: int) -> RunBudget:
-    """The cost of a scenario run: its two simulations and an identification on ``n_base`` base parameters."""
+def estimate_run(
+    identification: SimulationCost, validation: SimulationCost, n_base: int, *, forms_regressor: bool = True
+) -> RunBudget:
+    """The cost of a scenario run: its two simulations and an identification on ``n_base`` base parameters.
+
+    ``forms_regressor``: False when every estimator streams the regressor (no stacked copy in memory).
+    """
     ident, val = identification, validation
-    regressor = float(ident.samples) * ident.n_dof * _F64 * (REGRESSOR_COPIES * n_base + REGRESSOR_WORK_VALUES)
+    per_row = REGRESSOR_COPIES * n_base + REGRESSOR_WORK_VALUES if forms_regressor else STREAMED_ROW_VALUES
+    regressor = float(ident.samples) * ident.n_dof * _F64 * per_row
     phases = {
         "simulating the identification data": ident.working_bytes + ident.data_bytes,
         "simulating the validation data": ident.data_bytes + val.working_bytes + val.data_bytes,

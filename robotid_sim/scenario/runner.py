@@ -429,11 +429,15 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     )
     estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
     n_base = robot.structure().base_parameters().count
+    forms_regressor = any(not estimator.streams_regressor for _, estimator in estimators)
     if sc.data is not None:
         ident, val = _load_recordings(sc, robot, base_dir)
         _check_lowpass(sc.preprocessing.lowpass_hz, 1.0 / ident.dt, "the identification data's rate")
         budget = estimate_run(
-            SimulationCost(robot.n_dof, 0, ident.n_samples), SimulationCost(robot.n_dof, 0, val.n_samples), n_base
+            SimulationCost(robot.n_dof, 0, ident.n_samples),
+            SimulationCost(robot.n_dof, 0, val.n_samples),
+            n_base,
+            forms_regressor=forms_regressor,
         )
         budget.check()
         return RunPlan(scenario=sc, robot=robot, estimators=estimators, budget=budget, recorded=(ident, val))
@@ -452,7 +456,7 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     _check_lowpass(pre.lowpass_hz, sim.rate_hz, "simulation.rate_hz")
     if pre.period_average is not None:
         _period_samples(excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average)
-    budget = estimate_run(ident_cost, val_cost, n_base)
+    budget = estimate_run(ident_cost, val_cost, n_base, forms_regressor=forms_regressor)
     budget.check(allow_large=sim.allow_large)
     # after the budget: checking the limits evaluates the whole trajectory
     excitation.check_limits(robot)
