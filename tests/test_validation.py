@@ -41,3 +41,19 @@ def test_a_diverging_model_gives_an_infinite_trajectory_error():
     assert np.all(np.isinf(error))
     q, _ = rollout(exploding, q0, qd0, tau, 0.01)
     assert np.isnan(q[-1]).all() and np.isfinite(q[0]).all()
+
+
+def test_a_huge_but_finite_divergence_is_inf_without_an_overflow_warning():
+    """hyper9_seed001 printed 'RuntimeWarning: overflow encountered in square': positions near 1e200 are
+    finite, their squared error is not."""
+    import warnings
+
+    reference = np.zeros((3, 1))
+
+    def runaway(q, qd, tau):
+        return np.full_like(q, 1e205)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        error = trajectory_error(runaway, reference, np.zeros(1), np.zeros(1), np.zeros((3, 1)), 0.01)
+    assert np.isinf(error).all()

@@ -51,5 +51,6 @@ def trajectory_error(model_forward: ForwardFn, q_reference: np.ndarray, q0, qd0,
     and ``q_reference`` (K, n), the true model's :func:`rollout` under the same torque, so that
     only the model differs, not the integrator. A joint is inf where the model diverged."""
     q_model, _ = rollout(model_forward, q0, qd0, tau, dt)
-    rms = np.sqrt(np.mean((q_model - q_reference) ** 2, axis=0))
-    return np.where(np.isnan(rms), np.inf, rms)  # inf: the model's simulation diverged
+    with np.errstate(over="ignore", invalid="ignore"):  # a finite but huge divergence overflows the square
+        rms = np.sqrt(np.mean((q_model - q_reference) ** 2, axis=0))
+    return np.where(np.isfinite(rms), rms, np.inf)  # inf: the model's simulation diverged
