@@ -19,6 +19,28 @@ solve is an LU with partial pivoting (M may be indefinite).
 
 Each batch driver exists twice: a serial loop (small N, no thread start-up) and a ``prange`` loop
 (large N); :mod:`robotid_sim.dynamics.crba` picks one.
+
+**Regressor** (:func:`regressor_serial`, :func:`regressor_parallel`, behind
+:meth:`robotid_sim.robot.model.Robot.regressor`). Per sample, links j = 0..n-1 are visited once,
+outwards: the motion of link j (w, dw, a, as in :func:`_rnea`); the motion axes psi_ij = (u, v) of
+the joints i <= j seen at frame j's origin, carried from frame j-1 by u' = E_j u,
+v' = E_j (v + u x p_j), psi_jj = (axis, 0) for a revolute joint, (0, axis) for a prismatic one;
+the 36 non-zeros of the 6x10 link wrench regressor A_j (``newton_euler._wrench_basis``) and
+Y[i, col(j, k)] = psi_ij · A_j[:, k] for every i <= j, unrolled over the non-zeros of each column
+k. ``colmap`` (n, b) int64 holds, for each of the b standard-parameter slots of joint j (10
+inertial, then ``nrot`` = 0 or 1 rotor inertia, then the friction parameters), its output column,
+or -1 where it is not computed; the rotor column of joint j is qdd_j in row j, the friction
+columns ``fric`` (N, n, k) (computed by the friction model) are copied into row j. The output may
+be uninitialised (``np.empty``): each sample's (n, P) block is zeroed, which brings it into cache,
+then its non-zeros are written. ``fastmath={"contract"}`` only fuses a * b + c into FMAs (no
+reassociation, no finite-math assumptions). Arrays are indexed element by element: each view
+handed to a function costs atomic reference-count updates, per sample. Batch drivers that take
+blocks of :data:`BLOCK` samples allocate their small work arrays once per block. The numpy
+reference the kernels are tested against is :func:`robotid_sim.dynamics.newton_euler.reference_regressor`.
+
+All kernels live in this one file on purpose: numba's disk cache checks only the source file of
+the function it compiled, so a kernel calling a helper from another file would keep stale code
+after the helper changed.
 """
 
 from __future__ import annotations
@@ -307,8 +329,8 @@ def mass_bias_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h)
         _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
 
 
-#: samples per block of the batch RNEA: its work arrays are allocated once per block, not per sample
-RNEA_BLOCK = 256
+#: samples per block of the block-wise batch drivers: their work arrays are allocated once per block
+BLOCK = 256
 
 
 @njit(cache=True)
@@ -332,10 +354,10 @@ def rnea_serial(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
 
 @njit(cache=True, parallel=True)
 def rnea_parallel(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
-    """As :func:`rnea_serial`, blocks of :data:`RNEA_BLOCK` samples spread over threads."""
+    """As :func:`rnea_serial`, blocks of :data:`BLOCK` samples spread over threads."""
     N = q.shape[0]
-    for b in prange((N + RNEA_BLOCK - 1) // RNEA_BLOCK):
-        _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, b * RNEA_BLOCK, min(N, (b + 1) * RNEA_BLOCK))
+    for b in prange((N + BLOCK - 1) // BLOCK):
+        _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, b * BLOCK, min(N, (b + 1) * BLOCK))
 
 
 @njit(cache=True)
@@ -364,3 +386,159 @@ def forward_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
     """As :func:`forward_serial`, samples spread over threads; ``ok`` (N,) bool is written."""
     for s in prange(q.shape[0]):
         ok[s] = _forward_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s])
+
+
+# ----------------------------------------------------------------------------- regressor
+
+_FASTMATH = {"contract"}
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, start, stop, E, P, PSI):
+    """Regressor blocks ``out[s]`` (n, P) of the samples ``start <= s < stop``.
+
+    E (n, 3, 3), P (n, 3) and PSI (n, 6) are work arrays (PSI[i] = psi_ij of the current link j).
+    """
+    n = kind.shape[0]
+    ncol = out.shape[2]
+    nfric = fric.shape[2]
+    for s in range(start, stop):
+        _kinematics(kind, axis, R0, p0, q[s], E, P)
+        for i in range(n):
+            for c in range(ncol):
+                out[s, i, c] = 0.0
+        wx = wy = wz = 0.0
+        dx = dy = dz = 0.0
+        lx, ly, lz = -g[0], -g[1], -g[2]
+        for j in range(n):
+            px, py, pz = P[j, 0], P[j, 1], P[j, 2]
+            e00, e01, e02 = E[j, 0, 0], E[j, 0, 1], E[j, 0, 2]
+            e10, e11, e12 = E[j, 1, 0], E[j, 1, 1], E[j, 1, 2]
+            e20, e21, e22 = E[j, 2, 0], E[j, 2, 1], E[j, 2, 2]
+            # ---------------------------------------- motion of link j, in frame j (as _rnea)
+            # acceleration of frame j's origin, parent coordinates: a + dw x p + w x (w x p)
+            cx = wy * pz - wz * py
+            cy = wz * px - wx * pz
+            cz = wx * py - wy * px
+            bx = lx + (dy * pz - dz * py) + (wy * cz - wz * cy)
+            by = ly + (dz * px - dx * pz) + (wz * cx - wx * cz)
+            bz = lz + (dx * py - dy * px) + (wx * cy - wy * cx)
+            lx = e00 * bx + e01 * by + e02 * bz
+            ly = e10 * bx + e11 * by + e12 * bz
+            lz = e20 * bx + e21 * by + e22 * bz
+            nwx = e00 * wx + e01 * wy + e02 * wz
+            nwy = e10 * wx + e11 * wy + e12 * wz
+            nwz = e20 * wx + e21 * wy + e22 * wz
+            ndx = e00 * dx + e01 * dy + e02 * dz
+            ndy = e10 * dx + e11 * dy + e12 * dz
+            ndz = e20 * dx + e21 * dy + e22 * dz
+            wx, wy, wz, dx, dy, dz = nwx, nwy, nwz, ndx, ndy, ndz
+            ax, ay, az = axis[j, 0], axis[j, 1], axis[j, 2]
+            qdj, qddj = qd[s, j], qdd[s, j]
+            jx, jy, jz = ax * qdj, ay * qdj, az * qdj
+            if kind[j] == 0:
+                dx += ax * qddj + (wy * jz - wz * jy)
+                dy += ay * qddj + (wz * jx - wx * jz)
+                dz += az * qddj + (wx * jy - wy * jx)
+                wx += jx
+                wy += jy
+                wz += jz
+            else:
+                lx += 2.0 * (wy * jz - wz * jy) + ax * qddj
+                ly += 2.0 * (wz * jx - wx * jz) + ay * qddj
+                lz += 2.0 * (wx * jy - wy * jx) + az * qddj
+            # ---------------------------------------- motion axes of the joints i < j, into frame j
+            for i in range(j):
+                ux, uy, uz = PSI[i, 0], PSI[i, 1], PSI[i, 2]
+                vx = PSI[i, 3] + (uy * pz - uz * py)  # v + u x p
+                vy = PSI[i, 4] + (uz * px - ux * pz)
+                vz = PSI[i, 5] + (ux * py - uy * px)
+                PSI[i, 0] = e00 * ux + e01 * uy + e02 * uz
+                PSI[i, 1] = e10 * ux + e11 * uy + e12 * uz
+                PSI[i, 2] = e20 * ux + e21 * uy + e22 * uz
+                PSI[i, 3] = e00 * vx + e01 * vy + e02 * vz
+                PSI[i, 4] = e10 * vx + e11 * vy + e12 * vz
+                PSI[i, 5] = e20 * vx + e21 * vy + e22 * vz
+            if kind[j] == 0:
+                PSI[j, 0], PSI[j, 1], PSI[j, 2] = ax, ay, az
+                PSI[j, 3] = PSI[j, 4] = PSI[j, 5] = 0.0
+            else:
+                PSI[j, 0] = PSI[j, 1] = PSI[j, 2] = 0.0
+                PSI[j, 3], PSI[j, 4], PSI[j, 5] = ax, ay, az
+            # ---------------------------------------- rotor inertia and friction: row j only
+            if nrot:
+                c = colmap[j, 10]
+                if c >= 0:
+                    out[s, j, c] = qddj
+            for k in range(nfric):
+                c = colmap[j, 10 + nrot + k]
+                if c >= 0:
+                    out[s, j, c] = fric[s, j, k]
+            # ---------------------------------------- link wrench regressor A_j: 36 non-zeros
+            c0, c1, c2, c3, c4 = colmap[j, 0], colmap[j, 1], colmap[j, 2], colmap[j, 3], colmap[j, 4]
+            c5, c6, c7, c8, c9 = colmap[j, 5], colmap[j, 6], colmap[j, 7], colmap[j, 8], colmap[j, 9]
+            inertia = c0 >= 0 or c1 >= 0 or c2 >= 0 or c3 >= 0 or c4 >= 0 or c5 >= 0
+            moment = c6 >= 0 or c7 >= 0 or c8 >= 0
+            if not (inertia or moment or c9 >= 0):
+                continue
+            xx, yy, zz = wx * wx, wy * wy, wz * wz
+            xy, xz, yz = wx * wy, wx * wz, wy * wz
+            # a<r><k>: row r (moment x y z, force x y z), column k (XX XY XZ YY YZ ZZ MX MY MZ M);
+            # column 9 (M) is (0, a), so its entries are lx, ly, lz themselves
+            a00, a01, a02, a03, a04, a05 = dx, dy - xz, dz + xy, -yz, yy - zz, yz
+            a10, a11, a12, a13, a14, a15 = xz, dx + yz, zz - xx, dy, dz - xy, -xz
+            a20, a21, a22, a23, a24, a25 = -xy, xx - yy, dx - yz, xy, dy + xz, dz
+            a07, a08, a16, a18, a26, a27 = lz, -ly, -lz, lx, ly, -lx
+            a36, a37, a38 = -yy - zz, xy - dz, dy + xz
+            a46, a47, a48 = dz + xy, -xx - zz, yz - dx
+            a56, a57, a58 = xz - dy, dx + yz, -xx - yy
+            for i in range(j + 1):
+                ux, uy, uz = PSI[i, 0], PSI[i, 1], PSI[i, 2]
+                vx, vy, vz = PSI[i, 3], PSI[i, 4], PSI[i, 5]
+                if inertia:
+                    if c0 >= 0:
+                        out[s, i, c0] = ux * a00 + uy * a10 + uz * a20
+                    if c1 >= 0:
+                        out[s, i, c1] = ux * a01 + uy * a11 + uz * a21
+                    if c2 >= 0:
+                        out[s, i, c2] = ux * a02 + uy * a12 + uz * a22
+                    if c3 >= 0:
+                        out[s, i, c3] = ux * a03 + uy * a13 + uz * a23
+                    if c4 >= 0:
+                        out[s, i, c4] = ux * a04 + uy * a14 + uz * a24
+                    if c5 >= 0:
+                        out[s, i, c5] = ux * a05 + uy * a15 + uz * a25
+                if moment:
+                    if c6 >= 0:
+                        out[s, i, c6] = uy * a16 + uz * a26 + vx * a36 + vy * a46 + vz * a56
+                    if c7 >= 0:
+                        out[s, i, c7] = ux * a07 + uz * a27 + vx * a37 + vy * a47 + vz * a57
+                    if c8 >= 0:
+                        out[s, i, c8] = ux * a08 + uy * a18 + vx * a38 + vy * a48 + vz * a58
+                if c9 >= 0:
+                    out[s, i, c9] = vx * lx + vy * ly + vz * lz
+
+
+@njit(cache=True)
+def regressor_serial(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out):
+    """Regressor ``out`` (N, n, P) for q, qd, qdd (N, n) and the friction columns ``fric``
+    (N, n, k), columns chosen by ``colmap`` (n, b); serial loop."""
+    n = kind.shape[0]
+    E = np.empty((n, 3, 3))
+    P = np.empty((n, 3))
+    PSI = np.empty((n, 6))
+    _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, 0, q.shape[0], E, P, PSI)
+
+
+@njit(cache=True, parallel=True)
+def regressor_parallel(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out):
+    """As :func:`regressor_serial`, blocks of :data:`BLOCK` samples spread over threads."""
+    n = kind.shape[0]
+    N = q.shape[0]
+    for block in prange((N + BLOCK - 1) // BLOCK):
+        E = np.empty((n, 3, 3))
+        P = np.empty((n, 3))
+        PSI = np.empty((n, 6))
+        start = block * BLOCK
+        stop = min(N, start + BLOCK)
+        _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, start, stop, E, P, PSI)

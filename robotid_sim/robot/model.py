@@ -24,9 +24,9 @@ import numpy as np
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
 from robotid_sim.dynamics.friction import CoulombViscous, FrictionModel, NoFriction, friction_from_dict
-from robotid_sim.dynamics.newton_euler import inertial_regressor
+from robotid_sim.dynamics.newton_euler import reference_regressor
 from robotid_sim.dynamics.states import as_states
-from robotid_sim.errors import ConfigError, ModelError
+from robotid_sim.errors import ConfigError, DataError, ModelError
 from robotid_sim.robot.chain import INERTIAL_NAMES, Joint, JointChain
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
 from robotid_sim.robot.structure import RobotStructure, locked_suffix
@@ -142,35 +142,55 @@ class Robot(JointChain):
     def regressor(self, q, qd, qdd, columns=None) -> np.ndarray:
         """Regressor Y (N, n, p) with Y @ theta = inverse dynamics incl. rotor and friction.
 
-        Computed by a Newton–Euler recursion vectorised over the N samples.
+        Computed per sample by compiled Newton–Euler kernels
+        (:mod:`robotid_sim.dynamics._crba_kernels`; serial for small batches, threaded over
+        samples from :data:`robotid_sim.dynamics.crba.PARALLEL_MIN_SAMPLES` on), or by the
+        batched numpy :func:`~robotid_sim.dynamics.newton_euler.reference_regressor` without numba.
 
         Args:
             q, qd, qdd: joint states (N, n).
             columns: increasing indices into theta; only those columns are computed, giving
                 (N, n, len(columns)) (how the base regressor is made). Default: all p.
         """
-        n = self.n_dof
+        n, p, b = self.n_dof, self.n_parameters, self._block
         q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
-        N, b = q.shape[0], self._block
-        selected = np.arange(self.n_parameters) if columns is None else np.asarray(columns)
-        position = {int(c): k for k, c in enumerate(selected)}
-        link_columns = []
-        for j in range(n):
-            local = selected[(selected >= j * b) & (selected < j * b + 10)] - j * b
-            link_columns.append((local, position[j * b + int(local[0])] if len(local) else 0))
-        Y = np.zeros((N, n, len(selected)))
-        inertial_regressor(
-            self.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), self.gravity, out=Y, link_columns=link_columns
+        if columns is None:
+            colmap, P = np.arange(p, dtype=np.int64).reshape(n, b), p
+        else:
+            selected = np.asarray(columns)
+            if selected.ndim != 1 or (selected.size and selected.dtype.kind not in "iu"):
+                raise DataError(
+                    f"columns must be a 1-D array of indices, got dtype {selected.dtype}, shape {selected.shape}"
+                )
+            if selected.size and (selected[0] < 0 or selected[-1] >= p or np.any(np.diff(selected) <= 0)):
+                raise DataError(f"columns must be increasing indices in [0, {p}), got {selected.tolist()}")
+            colmap, P = np.full(p, -1, dtype=np.int64), len(selected)
+            colmap[selected.astype(np.int64, copy=False)] = np.arange(P)
+            colmap = colmap.reshape(n, b)
+        kernels = crba._kernels()
+        if kernels is None:  # no numba
+            return reference_regressor(self, q, qd, qdd, columns)
+        chain = crba.pack_chain(self.joints)
+        q, qd, qdd = crba._states(n, q, qd, qdd)  # C-contiguous and writable, as numba wants them
+        N = q.shape[0]
+        friction = self.friction.columns(qd) if self.friction.suffixes else np.empty((N, n, 0))
+        friction = crba._array(friction, (N, n, len(self.friction.suffixes)), "friction columns")
+        Y = np.empty((N, n, P))
+        kernel = kernels.regressor_parallel if N >= crba.PARALLEL_MIN_SAMPLES else kernels.regressor_serial
+        kernel(
+            chain.kind,
+            chain.axis,
+            chain.origin_rotation,
+            chain.origin_translation,
+            crba._array(self.gravity, (3,), "gravity"),
+            q,
+            qd,
+            qdd,
+            friction,
+            colmap,
+            int(self.rotor_inertia is not None),
+            Y,
         )
-        has_ia = self.rotor_inertia is not None
-        friction = self.friction.columns(qd) if self.friction.suffixes else None
-        for j in range(n):
-            if has_ia and j * b + 10 in position:
-                Y[:, j, position[j * b + 10]] = qdd[:, j]
-            for c in range(len(self.friction.suffixes)):
-                k = position.get(j * b + 10 + has_ia + c)
-                if k is not None:
-                    Y[:, j, k] = friction[:, j, c]
         return Y
 
     def rigid_body_torque(self, q, qd, qdd, gravity: bool = True) -> np.ndarray:
