@@ -346,7 +346,7 @@ def _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, start, stop):
         _rnea(kind, axis, inert, g, E, P, qd[s], qdd[s], tau[s], W, DW, A)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rnea_serial(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
     """Rigid-body torque tau (N, n) for q, qd, qdd (N, n); serial loop."""
     _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, 0, q.shape[0])
@@ -519,7 +519,7 @@ def _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out,
                     out[s, i, c9] = vx * lx + vy * ly + vz * lz
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def regressor_serial(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out):
     """Regressor ``out`` (N, n, P) for q, qd, qdd (N, n) and the friction columns ``fric``
     (N, n, k), columns chosen by ``colmap`` (n, b); serial loop."""

@@ -146,6 +146,9 @@ def per_group_joint_variance(
 REFINE_CONDITION = 1e3
 #: refinement steps before a solve gives up on the normal equations and takes the dense QR
 REFINE_STEPS = 4
+#: a column whose sum of squares over the kept rows is below this fraction of its sum over all the
+#: cell's rows is absent from them (:meth:`JointWeightedLeastSquares.n_params`; rounding of the subtraction)
+ABSENT_FRACTION = 1e-10
 
 
 @dataclass(frozen=True)
@@ -155,14 +158,18 @@ class RowBlock:
     Attributes:
         cell: the cell index in ``0 … n_cells-1``.
         rows: (r,) positions of the rows among the problem's m rows.
-        W: (r, b) their regressor rows.
+        W: (r, b - start) their regressor rows from column ``start`` on (any row stride).
         y: (r,) their measurements.
+        start: the columns before it are exactly zero in every row of the cell (a joint's row
+            of a serial chain's regressor holds nothing of the links before it), so the Gram
+            matrix of the block is the trailing (b - start)² corner only.
     """
 
     cell: int
     rows: np.ndarray
     W: np.ndarray
     y: np.ndarray
+    start: int = 0
 
 
 class RowSource(Protocol):
@@ -176,9 +183,10 @@ class RowSource(Protocol):
     n_dof: int
     row_cell: np.ndarray  # (m,) cell of every row
     y: np.ndarray  # (m,)
+    parts: int  # how many threads may read disjoint parts of the rows at once (1: no threads)
 
-    def blocks(self) -> Iterator[RowBlock]:
-        """Every row once, in blocks of one cell each."""
+    def blocks(self, part: int = 0, parts: int = 1) -> Iterator[RowBlock]:
+        """Every row once, in blocks of one cell each; ``part`` of ``parts`` gives a disjoint share."""
 
     def rows(self, index: np.ndarray) -> np.ndarray:
         """The regressor rows (len(index), b) at the given row positions."""
@@ -199,9 +207,10 @@ class MatrixRows:
     row_cell: np.ndarray
     n_cells: int
     n_dof: int
+    parts: int = 1  # the blocks are large: BLAS's own threads serve them
 
-    def blocks(self) -> Iterator[RowBlock]:
-        for c in range(self.n_cells):
+    def blocks(self, part: int = 0, parts: int = 1) -> Iterator[RowBlock]:
+        for c in range(part, self.n_cells, parts):
             rows = np.flatnonzero(self.row_cell == c)
             yield RowBlock(c, rows, self.W[rows], self.y[rows])
 
@@ -219,8 +228,8 @@ class JointWeightedLeastSquares:
     """Exact solves of min Σ_rows w_r (y_r − W_r β)² with w_r = λ_cell(r) · keep_r, W never stacked.
 
     One pass over the rows (:meth:`RowSource.blocks`) accumulates, per cell (a joint, or an
-    experiment and joint), the Gram matrix WᵀW, Wᵀy, the row count and the count of non-zeros
-    of every column. A solve sums the cells' Gram matrices with their weights, subtracts the
+    experiment and joint), the Gram matrix WᵀW and Wᵀy (only the trailing corner of the columns a
+    block can hold, :attr:`RowBlock.start`). A solve sums the cells' Gram matrices with their weights, subtracts the
     rows the 0/1 mask ``keep`` drops (their regressor rows only are recomputed), factors the
     column-scaled b×b system by Cholesky and, when the regressor's scaled condition number
     exceeds :data:`REFINE_CONDITION`, refines the solution with the exact residual (semi-normal
@@ -239,26 +248,40 @@ class JointWeightedLeastSquares:
         self.source = source
         self.row_cell = np.asarray(source.row_cell, dtype=np.intp)
         self.n_cells = int(source.n_cells)
-        gram = rhs = nonzero = None
         self.rows_per_cell = np.bincount(self.row_cell, minlength=self.n_cells)
-        for block in source.blocks():
-            if gram is None:
-                b = block.W.shape[1]
-                gram = np.zeros((self.n_cells, b, b))
-                rhs = np.zeros((self.n_cells, b))
-                nonzero = np.zeros((self.n_cells, b), dtype=np.int64)
-            Wc = np.ascontiguousarray(block.W)
-            gram[block.cell] += Wc.T @ Wc  # numpy calls BLAS syrk for this product
-            rhs[block.cell] += Wc.T @ block.y
-            nonzero[block.cell] += np.count_nonzero(Wc, axis=0)
-        if gram is None:
+        parts = max(1, int(source.parts))
+        if parts == 1:
+            sums = [self._accumulate(0, 1)]
+        else:  # disjoint parts in threads (the kernels and BLAS release the GIL), one BLAS thread each
+            from concurrent.futures import ThreadPoolExecutor
+
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(parts) as pool:
+                sums = list(pool.map(self._accumulate, range(parts), [parts] * parts))
+        sums = [part for part in sums if part is not None]
+        if not sums:
             raise DataError("a least-squares problem without rows")
-        scale = np.sqrt(np.einsum("cii->i", gram))  # column norms of W
+        gram, rhs = sum(g for g, _ in sums), sum(r for _, r in sums)
+        self.sumsq = np.einsum("cii->ci", gram).copy()  # (n_cells, b): Σ W² per cell and column
+        scale = np.sqrt(self.sumsq.sum(axis=0))  # column norms of W
         scale[scale == 0] = 1.0
         self.scale = scale
         self.gram = gram / np.outer(scale, scale)
         self.rhs = rhs / scale
-        self.nonzero = nonzero
+
+    def _accumulate(self, part: int, parts: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Σ WᵀW (n_cells, b, b) and Σ Wᵀy (n_cells, b) over ``part`` of ``parts`` of the blocks."""
+        gram = rhs = None
+        for block in self.source.blocks(part, parts):
+            if gram is None:
+                b = block.start + block.W.shape[1]
+                gram = np.zeros((self.n_cells, b, b))
+                rhs = np.zeros((self.n_cells, b))
+            k, W = block.start, block.W
+            gram[block.cell, k:, k:] += W.T @ W  # numpy calls BLAS syrk for this product
+            rhs[block.cell, k:] += W.T @ block.y
+        return None if gram is None else (gram, rhs)
 
     @classmethod
     def from_matrix(cls, W: np.ndarray, y: np.ndarray, row_joint: np.ndarray, n_dof: int) -> JointWeightedLeastSquares:
@@ -276,18 +299,26 @@ class JointWeightedLeastSquares:
 
     def n_params(self, keep: np.ndarray | None = None, *, per_joint: bool = False) -> np.ndarray:
         """Number of parameters present in each cell's kept rows (``n_j`` of Eq. 26): (n_cells,), or
-        (n_dof,) over all groups of a joint with ``per_joint``."""
-        counts = self.nonzero.copy()
+        (n_dof,) over all groups of a joint with ``per_joint``.
+
+        A column is present where its sum of squares over the kept rows is not zero; with rows
+        dropped, that is the cell's sum less the dropped rows' sum, and a column whose whole sum
+        was dropped (to rounding, :data:`ABSENT_FRACTION`) is absent.
+        """
+        total = self.sumsq
+        kept = total
         if keep is not None:
             dropped = np.flatnonzero(~np.asarray(keep, bool))
             if dropped.size:
                 rows = self.source.rows(dropped)
                 cells = self.row_cell[dropped]
+                kept = total.copy()
                 for c in np.unique(cells):
-                    counts[c] -= np.count_nonzero(rows[cells == c], axis=0)
+                    kept[c] -= np.einsum("rk,rk->k", rows[cells == c], rows[cells == c])
         if per_joint:
-            counts = counts.reshape(-1, self.source.n_dof, counts.shape[1]).sum(axis=0)
-        return np.count_nonzero(counts > 0, axis=1)
+            n, b = self.source.n_dof, total.shape[1]
+            total, kept = total.reshape(-1, n, b).sum(axis=0), kept.reshape(-1, n, b).sum(axis=0)
+        return np.count_nonzero((total > 0) & (kept > ABSENT_FRACTION * total), axis=1)
 
     def _cell_weights(self, weights) -> np.ndarray:
         lam = np.asarray(weights, float).reshape(-1)
@@ -313,17 +344,17 @@ class JointWeightedLeastSquares:
         b = self.scale.size
         G, c = np.zeros((b, b)), np.zeros(b)
         for block in self.source.blocks():
-            kept = keep[block.rows]
-            A = block.W[kept] / self.scale
-            G += lam[block.cell] * (A.T @ A)
-            c += lam[block.cell] * (A.T @ block.y[kept])
+            k, kept = block.start, keep[block.rows]
+            A = block.W[kept] / self.scale[k:]
+            G[k:, k:] += lam[block.cell] * (A.T @ A)
+            c[k:] += lam[block.cell] * (A.T @ block.y[kept])
         return G, c
 
     def _gradient(self, w: np.ndarray, residual: np.ndarray) -> np.ndarray:
         """Wᵀ (w ⊙ residual) / scale, one pass over the rows."""
         g = np.zeros(self.scale.size)
         for block in self.source.blocks():
-            g += block.W.T @ (w[block.rows] * residual[block.rows])
+            g[block.start :] += block.W.T @ (w[block.rows] * residual[block.rows])
         return g / self.scale
 
     def _row_weights(self, weights, keep) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

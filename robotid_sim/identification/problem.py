@@ -480,24 +480,52 @@ class _ProblemRows:
         self.row_cell = problem.row_experiment() * self.n_dof + problem.row_joint()
         self.y = problem.torque_vector()
 
-    def blocks(self) -> Iterator[RowBlock]:
+    @cached_property
+    def chunks(self) -> list[tuple[int, slice]]:
+        """(experiment, samples) of every chunk: :data:`CHUNK_BYTES` of regressor, within one experiment."""
+        p = self.problem
+        size = max(64, CHUNK_BYTES // (8 * self.n_dof * max(p.base.count, 1)))
+        return [
+            (e, slice(first, min(first + size, experiment.stop)))
+            for e, (_, experiment) in enumerate(p.experiments)
+            for first in range(experiment.start, experiment.stop, size)
+        ]
+
+    @cached_property
+    def parts(self) -> int:
+        """Threads that may compute chunks at once: numba's thread count, at most one per chunk."""
+        import numba  # loaded by the regressor kernels anyway
+
+        return max(1, min(numba.get_num_threads(), len(self.chunks) // 2))
+
+    def blocks(self, part: int = 0, parts: int = 1) -> Iterator[RowBlock]:
         p, n = self.problem, self.n_dof
         ds = p.dataset
-        chunk = max(64, CHUNK_BYTES // (8 * n * max(p.base.count, 1)))
         keep = None if p._keep is None else p._keep.reshape(-1, n)
-        position = None if keep is None else np.cumsum(p._keep) - 1  # full row index -> row in use
-        for e, (_, experiment) in enumerate(p.experiments):
-            for start in range(experiment.start, experiment.stop, chunk):
-                s = slice(start, min(start + chunk, experiment.stop))
-                Y = p.base.regressor(ds.q[s], ds.qd[s], ds.qdd[s])
-                tau = np.asarray(ds.tau[s], float)
-                for j in range(n):
-                    full = np.arange(s.start, s.stop) * n + j
-                    if keep is None:
-                        yield RowBlock(e * n + j, full, Y[:, j], tau[:, j])
-                    else:
-                        use = keep[s, j]
-                        yield RowBlock(e * n + j, position[full[use]], Y[use, j], tau[use, j])
+        position = None if keep is None else self._position  # full row index -> row in use
+        start = self.column_start
+        for e, s in self.chunks[part::parts]:
+            Y = p.base.regressor(ds.q[s], ds.qd[s], ds.qdd[s])
+            tau = np.asarray(ds.tau[s], float)
+            for j in range(n):
+                full = np.arange(s.start, s.stop) * n + j
+                if keep is None:
+                    yield RowBlock(e * n + j, full, Y[:, j, start[j] :], tau[:, j], start[j])
+                else:
+                    use = keep[s, j]
+                    yield RowBlock(e * n + j, position[full[use]], Y[use, j, start[j] :], tau[use, j], start[j])
+
+    @cached_property
+    def _position(self) -> np.ndarray:
+        return np.cumsum(self.problem._keep) - 1
+
+    @cached_property
+    def column_start(self) -> np.ndarray:
+        """(n,) first base column that joint j's rows can hold: the regressor's row j is zero for
+        the parameters of the links before j (the kernels write exact zeros there)."""
+        block = self.problem.structure.n_parameters // self.n_dof
+        link = self.problem.base.independent // block
+        return np.searchsorted(link, np.arange(self.n_dof))
 
     def rows(self, index: np.ndarray) -> np.ndarray:
         p, n = self.problem, self.n_dof
