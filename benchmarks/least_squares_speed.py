@@ -10,23 +10,30 @@
   and the streamed normal equations of ``IdentificationProblem.least_squares().solve()`` (what ``ols`` runs)
   on 1 thread and on all threads. The estimates are compared (largest relative difference).
 
-Medians over repeats; threads limited with ``numba.set_num_threads`` and threadpoolctl (BLAS).
+Medians over repeats; threads limited with ``numba.set_num_threads`` and threadpoolctl (BLAS). Idle
+OpenBLAS/OpenMP workers are made to sleep as ``robotid-sim`` does (``robotid_sim.threads``), before NumPy
+loads; run with ``OMP_WAIT_POLICY=ACTIVE`` or ``OPENBLAS_THREAD_TIMEOUT=28`` in the environment to see the
+defaults (spinning workers then slow the threaded figures).
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+from robotid_sim.threads import quiet_thread_pools
 
-import numba
-import numpy as np
-from threadpoolctl import threadpool_limits
+quiet_thread_pools()  # before NumPy and numba load their thread pools, as robotid-sim does
 
-import robotid_sim as rid
-from robotid_sim.dynamics.newton_euler import reference_regressor
-from robotid_sim.identification import IdentificationProblem, weighted_least_squares
-from robotid_sim.sim.dataset import Dataset
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+import robotid_sim as rid  # noqa: E402
+from robotid_sim.dynamics.newton_euler import reference_regressor  # noqa: E402
+from robotid_sim.identification import IdentificationProblem, weighted_least_squares  # noqa: E402
+from robotid_sim.sim.dataset import Dataset  # noqa: E402
 
 
 def median_time(fn, repeats: int) -> float:
