@@ -150,3 +150,20 @@ def test_bad_columns_are_refused(all_robots, columns):
     q, qd, qdd = _states(robot, 2)
     with pytest.raises(rid.DataError, match="columns"):
         robot.regressor(q, qd, qdd, columns=columns)
+
+
+@pytest.mark.parametrize("N", [1, BIG])
+@pytest.mark.parametrize("name", ALL)
+def test_compiled_torque_matches_the_numpy_reference(all_robots, name, N):
+    """The batched torque (compiled RNEA, no regressor) against the batched-numpy Newton–Euler, and the
+    motor torque against the reference regressor times theta."""
+    from robotid_sim.dynamics.newton_euler import rnea
+
+    robot = all_robots[name]
+    q, qd, qdd = _states(robot, N, seed=5)
+    tau = robot.rigid_body_torque(q, qd, qdd)
+    ref = rnea(robot.joints, robot.inertials, q.T.copy(), qd.T.copy(), qdd.T.copy(), robot.gravity).T
+    assert np.max(np.abs(tau - ref)) / np.max(np.abs(ref)) < TOL
+    motor = robot.inverse_dynamics(q, qd, qdd)
+    expected = reference_regressor(robot, q, qd, qdd) @ robot.true_parameters()
+    assert np.max(np.abs(motor - expected)) / np.max(np.abs(expected)) < TOL
