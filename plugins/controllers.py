@@ -1,9 +1,11 @@
-"""Built-in controllers ``computed_torque_pd`` (computed torque + PD, the simulator's default) and
-``pd`` (torque-mode PD, optionally gravity-compensated) (SPEC §5, §10)."""
+"""Built-in controllers (SPEC §5, §10): ``pid`` (torque-mode PID, seed 000's gains), ``feedforward``
+(a model's torque at the reference + PID, seed 000 Eqs. 35–36), ``computed_torque`` (computed torque
+on any model), ``pd`` (torque-mode PD, optionally gravity-compensated) and ``computed_torque_pd``
+(computed torque + PD on the true model, the simulator's default)."""
 
 from __future__ import annotations
 
-from robotid_sim.control import PD, ComputedTorquePD
+from robotid_sim.control import PD, PID, ComputedTorque, ComputedTorquePD, Feedforward
 from robotid_sim.hookspecs import hookimpl
 
 
@@ -11,3 +13,6 @@ from robotid_sim.hookspecs import hookimpl
 def register_controllers(register):
     register("computed_torque_pd", ComputedTorquePD)
     register("pd", PD)
+    register("pid", PID)
+    register("feedforward", Feedforward)
+    register("computed_torque", ComputedTorque)

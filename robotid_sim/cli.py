@@ -158,17 +158,26 @@ def _yaml_file(value: str, flag: str, what: str, example: str, empty_hint: str) 
 
 # ------------------------------------------------------------------------------------------- commands
 def cmd_run(args) -> int:
-    from robotid_sim.report.tables import rich_comparison_table
     from robotid_sim.scenario import load_run_result, resolve_scenario_path, run_scenario
 
     path = resolve_scenario_path(args.scenario)
     _out().print(f"[bold]scenario[/] {path}")
     with _progress() as progress:
         run_dir = run_scenario(path, out_dir=args.out, progress=_Bars(progress))
-    _out().print(rich_comparison_table(load_run_result(run_dir)))
+    _print_tables(load_run_result(run_dir))
     _out().print(f"[bold green]run folder[/] {run_dir}")
     _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
     return 0
+
+
+def _print_tables(result) -> None:
+    """The comparison table of a study, and its closed-loop table when it has one."""
+    from robotid_sim.report.tables import rich_closed_loop_table, rich_comparison_table
+
+    if result.outcomes or not result.closed_loop:
+        _out().print(rich_comparison_table(result))
+    if result.closed_loop:
+        _out().print(rich_closed_loop_table(result))
 
 
 def cmd_simulate(args) -> int:
@@ -223,19 +232,22 @@ def cmd_simulate(args) -> int:
 
 
 def _estimator_options(text: str | None) -> dict:
+    return _json_options(text, "--options", "estimator options", '{"threshold": 8}')
+
+
+def _json_options(text: str | None, flag: str, what: str, example: str) -> dict:
+    """A flag's JSON object of options ({} for none); malformed JSON or another JSON value is a ConfigError."""
     if not text:
         return {}
     try:
         options = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"--options is not valid JSON ({exc.msg} at character {exc.pos + 1}): {text!r:.80}; write a JSON object "
-            "such as '{\"threshold\": 8}' (double quotes around names and strings)"
+            f"{flag} is not valid JSON ({exc.msg} at character {exc.pos + 1}): {text!r:.80}; write a JSON object "
+            f"such as '{example}' (double quotes around names and strings)"
         ) from None
     if not isinstance(options, dict):
-        raise ConfigError(
-            f"--options must be a JSON object of estimator options, e.g. '{{\"threshold\": 8}}', got {text!r:.80}"
-        )
+        raise ConfigError(f"{flag} must be a JSON object of {what}, e.g. '{example}', got {text!r:.80}")
     return options
 
 
@@ -327,6 +339,61 @@ def cmd_identify(args) -> int:
     return 0
 
 
+#: the controllers ``closed-loop`` compares without ``--controller``
+DEFAULT_CLOSED_LOOP_CONTROLLERS = ("pid", "feedforward", "computed_torque")
+
+
+def _controller_entry(text: str) -> dict:
+    """``--controller [LABEL=]NAME[:{json options}]`` as a closed-loop controller entry."""
+    head, _, options = text.partition(":")
+    label, equals, name = head.rpartition("=")
+    if not name.strip() or (equals and not label.strip()):
+        raise ConfigError(
+            f"--controller {text!r}: write [LABEL=]NAME[:JSON], e.g. pid, 'pid:{{\"ki\": 0}}' or "
+            "'pd_g=pd:{\"gravity_compensation\": true}'"
+        )
+    entry = {"name": name.strip(), "options": _json_options(options, f"--controller {head}", "options", '{"ki": 0}')}
+    return entry | ({"label": label.strip()} if equals else {})
+
+
+def cmd_closed_loop(args) -> int:
+    # every argument is checked (and the study prepared) before the first step is simulated
+    _positive(args.duration, "--duration", "s")
+    reference: Any = "default"
+    if args.reference != "default":
+        reference = _yaml_file(
+            args.reference, "--reference", "an excitation mapping with a 'type'", "'type: fourier'", ""
+        )
+    study = {
+        "name": args.name,
+        "robot": args.robot,
+        "sidecar": args.sidecar,
+        "lock_joints": _lock_joints(args.lock_joint),
+        "closed_loop": {
+            "controllers": [_controller_entry(text) for text in args.controller or DEFAULT_CLOSED_LOOP_CONTROLLERS],
+            "model": args.model,
+            "plant": args.plant,
+            "friction": not args.no_friction,
+            "reference": reference,
+            "duration": args.duration,
+        },
+    }
+    from robotid_sim.scenario import (
+        load_run_result,
+        parse_closed_loop_study,
+        prepare_closed_loop_study,
+        run_closed_loop_study,
+    )
+
+    plan = prepare_closed_loop_study(parse_closed_loop_study(study, "closed-loop"))
+    with _progress() as progress:
+        run_dir = run_closed_loop_study(plan, out_dir=args.out, progress=_Bars(progress))
+    _print_tables(load_run_result(run_dir))
+    _out().print(f"[bold green]run folder[/] {run_dir}")
+    _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
+    return 0
+
+
 def cmd_plugins(args) -> int:
     from rich.table import Table
 
@@ -361,7 +428,6 @@ def cmd_report(args) -> int:
         what = "is a file, not a run folder" if run_dir.exists() else "does not exist"
         raise DataError(f"'{run_dir}' {what}; give a run folder written by 'robotid-sim run'")
 
-    from robotid_sim.report.tables import rich_comparison_table
     from robotid_sim.scenario import load_run_result
 
     try:
@@ -374,7 +440,7 @@ def cmd_report(args) -> int:
             f"run folder '{run_dir}' is damaged or was not written by this robotid_sim ({type(exc).__name__}: "
             f"{exc}); run the scenario again"
         ) from None
-    _out().print(rich_comparison_table(result))
+    _print_tables(result)
     for name in ("report.md", "report.html"):
         if (run_dir / name).exists():
             _out().print(f"  {run_dir / name}")
@@ -400,11 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = add_parser("simulate", help="simulate a robot and save the dataset (.npz, .csv or .mat)")
-    p.add_argument("--robot", required=True, help="bundled robot name or URDF path")
-    p.add_argument("--sidecar", help="YAML sidecar for the URDF (friction, rotor inertia, limits)")
-    p.add_argument(
-        "--lock-joint", action="append", metavar="NAME=VALUE", help="make a joint fixed at VALUE (rad or m); repeat"
-    )
+    _robot_flags(p)
     p.add_argument("--excitation", default="default", help="'default' or a YAML file with an excitation mapping")
     p.add_argument(
         "--noise",
@@ -435,11 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--data", action="append", required=True, help="identification recording (.npz/.csv/.mat); repeat")
     p.add_argument("--validate", action="append", help="held-out recording for validation; repeat")
-    p.add_argument("--robot", required=True, help="bundled robot name or URDF path")
-    p.add_argument("--sidecar", help="YAML sidecar for the URDF (friction, rotor inertia, limits)")
-    p.add_argument(
-        "--lock-joint", action="append", metavar="NAME=VALUE", help="make a joint fixed at VALUE (rad or m); repeat"
-    )
+    _robot_flags(p)
     p.add_argument(
         "--layout",
         help="YAML of the recordings' layout, shared by every file: keys, units, joint_names, trim, decimate "
@@ -458,6 +516,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_identify)
 
+    p = add_parser(
+        "closed-loop",
+        help="track a reference with controllers on the PyBullet truth or a model; η = mean |e| per joint",
+        description="Drive the robot (PyBullet, friction included) or an identified model along a reference with "
+        "each controller, and compare the tracking error η_i = mean |q_ref - q| per joint in degrees (seed 000 "
+        "Fig. 15). Writes a run folder under --out with metrics.json, a tracking-error plot and a report.",
+    )
+    _robot_flags(p)
+    p.add_argument(
+        "--controller",
+        action="append",
+        metavar="[LABEL=]NAME[:JSON]",
+        help='controller and its options, e.g. pid or \'feedforward:{"model": "m.json", "ki": 0}\'; LABEL= names it '
+        "in the table (to compare one controller under two settings); repeat to compare (default: "
+        f"{', '.join(DEFAULT_CLOSED_LOOP_CONTROLLERS)})",
+    )
+    p.add_argument(
+        "--model",
+        help="saved model (identify --out) of every controller that takes a model and names none; 'CAD' for the "
+        "robot's own parameters (default: the plant's own model, i.e. the truth)",
+    )
+    p.add_argument("--plant", default="pybullet", help="'pybullet' (default), or a saved model to close the loop on")
+    p.add_argument("--no-friction", action="store_true", help="simulate the PyBullet plant without its friction")
+    p.add_argument("--reference", default="default", help="'default' or a YAML file with an excitation mapping")
+    p.add_argument("--duration", type=float, help="seconds per controller, > 0 (default: the reference's duration)")
+    p.add_argument("--name", default="closed_loop", help="study name, used in the run folder's name")
+    p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
+    p.set_defaults(func=cmd_closed_loop)
+
     p = add_parser("plugins", help="list installed plugins, their package and status")
     p.set_defaults(func=cmd_plugins)
 
@@ -465,6 +552,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.set_defaults(func=cmd_report)
     return parser
+
+
+def _robot_flags(parser: argparse.ArgumentParser) -> None:
+    """--robot, --sidecar and --lock-joint, as every command that loads a robot takes them."""
+    parser.add_argument("--robot", required=True, help="bundled robot name or URDF path")
+    parser.add_argument("--sidecar", help="YAML sidecar for the URDF (friction, rotor inertia, limits)")
+    parser.add_argument(
+        "--lock-joint", action="append", metavar="NAME=VALUE", help="make a joint fixed at VALUE (rad or m); repeat"
+    )
 
 
 def _global_flags(parser: argparse.ArgumentParser, default) -> None:

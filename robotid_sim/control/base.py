@@ -29,6 +29,17 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError
 
+#: seed 000's PID gains, "Kp = 80, Ki = 8, and Kd = 2" (N·m/rad, N·m/(rad·s), N·m·s/rad), shared by
+#: every controller of its comparison (``pid``, ``feedforward``, and ``pd`` without the integral)
+SEED000_KP = 80.0
+SEED000_KI = 8.0
+SEED000_KD = 2.0
+
+#: gains of computed torque + PD (``computed_torque_pd``, ``computed_torque``): ë + kd ė + kp e = 0 is a
+#: critically damped error dynamics at 20 rad/s (kp in 1/s², kd in 1/s)
+COMPUTED_TORQUE_KP = 400.0
+COMPUTED_TORQUE_KD = 40.0
+
 
 def model_torque(model: Any, q, qd, qdd) -> np.ndarray:
     """Motor torque (n,) of ``model`` at one state (q, qd, qdd), each (n,).
@@ -114,6 +125,17 @@ def per_joint_gain(value, n: int, option: str, controller: str) -> np.ndarray:
     return arr
 
 
+def flag_option(value, option: str, controller: str) -> bool:
+    """A yes/no option as a bool.
+
+    Raises:
+        ConfigError: naming the controller and the option, for anything but True or False.
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise ConfigError(f"controller '{controller}': option '{option}' must be true or false, got {value!r:.80}")
+    return bool(value)
+
+
 def _jsonable(value):
     if isinstance(value, np.ndarray | list | tuple):
         return [_jsonable(v) for v in value]
@@ -131,14 +153,17 @@ class Controller(ABC):
 
     Subclasses set ``name`` (the name it is registered under), take their options as keyword
     arguments with defaults and only store them in ``__init__`` (as attributes of the same
-    names, which :meth:`get_params` reads), prepare per-run state in :meth:`reset` and compute
-    the motor torque in ``__call__``.
+    names, or of the names :attr:`option_attributes` gives, which :meth:`get_params` reads),
+    prepare per-run state in :meth:`reset` and compute the motor torque in ``__call__``.
 
     Attributes:
         plant: the :class:`Plant` given to the last :meth:`reset` (None before).
     """
 
     name: ClassVar[str] = ""
+    #: option -> the attribute it is stored under, where the two differ (a model-based controller keeps its
+    #: ``model`` option as ``model_option``, and ``model`` is the model it resolved against the plant)
+    option_attributes: ClassVar[dict[str, str]] = {}
     plant: Plant | None = None
 
     @property
@@ -149,7 +174,7 @@ class Controller(ABC):
     def get_params(self) -> dict:
         """The options this controller was configured with."""
         sig = inspect.signature(type(self).__init__)
-        return {k: getattr(self, k) for k in sig.parameters if k != "self"}
+        return {k: getattr(self, self.option_attributes.get(k, k)) for k in sig.parameters if k != "self"}
 
     @classmethod
     def from_options(cls, **options) -> Controller:

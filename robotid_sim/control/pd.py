@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from robotid_sim.control.base import AccelerationController, Controller, Plant, Reference, per_joint_gain
+from robotid_sim.control.base import (
+    COMPUTED_TORQUE_KD,
+    COMPUTED_TORQUE_KP,
+    SEED000_KD,
+    SEED000_KP,
+    AccelerationController,
+    Controller,
+    Plant,
+    Reference,
+    flag_option,
+    per_joint_gain,
+)
 
 
 class ComputedTorquePD(AccelerationController):
@@ -22,7 +33,7 @@ class ComputedTorquePD(AccelerationController):
 
     name = "computed_torque_pd"
 
-    def __init__(self, kp: float | np.ndarray = 400.0, kd: float | np.ndarray = 40.0):
+    def __init__(self, kp: float | np.ndarray = COMPUTED_TORQUE_KP, kd: float | np.ndarray = COMPUTED_TORQUE_KD):
         self.kp = kp
         self.kd = kd
 
@@ -66,7 +77,12 @@ class PD(Controller):
 
     name = "pd"
 
-    def __init__(self, kp: float | np.ndarray = 80.0, kd: float | np.ndarray = 2.0, gravity_compensation: bool = False):
+    def __init__(
+        self,
+        kp: float | np.ndarray = SEED000_KP,
+        kd: float | np.ndarray = SEED000_KD,
+        gravity_compensation: bool = False,
+    ):
         self.kp = kp
         self.kd = kd
         self.gravity_compensation = gravity_compensation
@@ -75,6 +91,7 @@ class PD(Controller):
         super().reset(plant)
         self._kp = per_joint_gain(self.kp, plant.n_dof, "kp", self.label)
         self._kd = per_joint_gain(self.kd, plant.n_dof, "kd", self.label)
+        flag_option(self.gravity_compensation, "gravity_compensation", self.label)
 
     def __call__(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
         tau = self._kp * (reference.q - q) + self._kd * (reference.qd - qd)

@@ -22,11 +22,12 @@ from robotid_sim.report.plots import (
     plot_sparsity,
     plot_torque_comparison,
     plot_torque_errors,
+    plot_tracking_errors,
 )
-from robotid_sim.report.result import EstimatorOutcome, StudyResult
+from robotid_sim.report.result import ClosedLoopOutcome, EstimatorOutcome, StudyResult
 from robotid_sim.safety import safe_name
 
-__all__ = ["EstimatorOutcome", "StudyResult", "write_report"]
+__all__ = ["ClosedLoopOutcome", "EstimatorOutcome", "StudyResult", "write_report"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,8 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
         plan.append(
             ("parameter_errors", plots_dir / "parameter_errors.png", lambda p: plot_parameter_errors(result, p))
         )
+    if any(o.t is not None and o.error is not None for o in result.closed_loop):
+        plan.append(("tracking_errors", plots_dir / "tracking_errors.png", lambda p: plot_tracking_errors(result, p)))
     if result.friction_curves and "qd" in result.friction_curves:
         plan.append(("friction_curves", plots_dir / "friction_curves.png", lambda p: plot_friction_curves(result, p)))
     used: set[str] = set()
@@ -96,7 +99,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     """Write the figures, ``report.md`` and ``report.html`` of a study into its run folder.
 
     Figures go to ``run_dir/plots/``: torque comparison and per-joint torque RMS (when an estimator ran),
-    relative base-parameter errors (when true values are known), friction curves (when
+    relative base-parameter errors (when true values are known), the closed-loop tracking errors (when
+    ``result.closed_loop`` holds time series), friction curves (when
     ``result.friction_curves`` is set), one convergence plot per estimator with a history, and one
     sparsity plot per estimator whose metrics carry a positive ``"sparsity_threshold"``. A figure that
     fails is logged, left out, and named in the report's notes; the report is still written.
@@ -107,7 +111,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
 
     Returns:
         ``{"markdown": report.md, "html": report.html, <figure key>: PNG path, ...}``; figure keys are
-        ``"torque_comparison"``, ``"torque_errors"``, ``"parameter_errors"``, ``"friction_curves"``,
+        ``"torque_comparison"``, ``"torque_errors"``, ``"parameter_errors"``, ``"tracking_errors"``,
+        ``"friction_curves"``,
         ``"convergence/<estimator>"`` and ``"sparsity/<estimator>"``.
 
     Raises:

@@ -1,7 +1,8 @@
 """The study report as Markdown and as one self-contained HTML page (SPEC §13).
 
 Both show, in this order: title, info key/values, the comparison table, notes, the per-joint torque RMS,
-the identified models, the figures, the base-parameter table and the scenario. The HTML page has inline
+the closed-loop tracking errors, the identified models, the figures, the base-parameter table and the
+scenario. A closed-loop comparison on its own (no estimator) has no comparison table. The HTML page has inline
 CSS only (no scripts, no external assets) and refers to the figures by their relative paths.
 """
 
@@ -12,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from robotid_sim.report.result import StudyResult
-from robotid_sim.report.tables import Cell, base_parameter_rows, comparison_rows, per_joint_rows
+from robotid_sim.report.tables import Cell, base_parameter_rows, closed_loop_rows, comparison_rows, per_joint_rows
 
 #: Base-parameter tables longer than this are folded into a <details> element in HTML.
 COLLAPSE_ROWS = 40
@@ -22,7 +23,10 @@ _CAPTIONS = {
     "torque_errors": "Per-joint torque RMS on the validation trajectory",
     "parameter_errors": "Relative error per base parameter",
     "friction_curves": "Friction torque against joint velocity",
+    "tracking_errors": "Closed-loop tracking error per joint",
 }
+#: under the closed-loop table, in both renderers
+_CLOSED_LOOP_HINT = "η = mean |q_ref − q| per joint over the run (seed 000 Fig. 15); lowest value per column"
 _PREFIX_CAPTIONS = {"convergence/": "Parameter convergence: ", "sparsity/": "Coefficient sparsity: "}
 
 
@@ -96,12 +100,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
     out.append("")
 
     headers, rows = comparison_rows(result)
-    out += ["## Comparison", ""]
     if rows:
+        out += ["## Comparison", ""]
         out += _md_table(headers, rows)
         out += ["", "Validation on a trajectory not used for identification; best value per column in **bold**.", ""]
-    else:
-        out += ["No estimator ran.", ""]
+    elif not result.closed_loop:
+        out += ["## Comparison", "", "No estimator ran.", ""]
 
     if result.notes:
         out += ["## Notes", ""]
@@ -113,6 +117,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += ["## Torque RMS per joint", ""]
         out += _md_table(headers, rows)
         out += ["", "Lowest value per joint in **bold**.", ""]
+
+    if result.closed_loop:
+        headers, rows = closed_loop_rows(result)
+        out += ["## Closed loop", ""]
+        out += _md_table(headers, rows)
+        out += ["", f"{_md_escape(_CLOSED_LOOP_HINT)} in **bold**.", ""]
 
     models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
     if models:
@@ -222,16 +232,16 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
     out += [f"<tr><th>{_esc(key)}</th><td>{_esc(value)}</td></tr>" for key, value in info.items()]
     out.append("</tbody></table>")
 
-    out.append("<h2>Comparison</h2>")
     headers, rows = comparison_rows(result)
     if rows:
+        out.append("<h2>Comparison</h2>")
         out += _html_table(headers, rows)
         out.append(
             '<p class="hint">Validation on a trajectory not used for identification; '
             "best value per column highlighted.</p>"
         )
-    else:
-        out.append("<p>No estimator ran.</p>")
+    elif not result.closed_loop:
+        out += ["<h2>Comparison</h2>", "<p>No estimator ran.</p>"]
 
     if result.notes:
         out.append("<h2>Notes</h2>")
@@ -242,6 +252,12 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         headers, rows = per_joint_rows(result)
         out += _html_table(headers, rows)
         out.append('<p class="hint">Lowest value per joint highlighted.</p>')
+
+    if result.closed_loop:
+        out.append("<h2>Closed loop</h2>")
+        headers, rows = closed_loop_rows(result)
+        out += _html_table(headers, rows)
+        out.append(f'<p class="hint">{_esc(_CLOSED_LOOP_HINT)} highlighted.</p>')
 
     models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
     if models:

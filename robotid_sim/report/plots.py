@@ -1,4 +1,5 @@
-"""PNG figures for the report (SPEC §13): torque fits, errors, parameter convergence, friction, sparsity.
+"""PNG figures for the report (SPEC §13): torque fits, errors, parameter convergence, friction, sparsity,
+closed-loop tracking errors.
 
 Every function takes plain data and a path, writes one PNG and returns the path. Figures are built with
 :class:`matplotlib.figure.Figure` directly, never through ``pyplot``, so nothing touches matplotlib's
@@ -166,6 +167,55 @@ def plot_torque_errors(result: StudyResult, path: str | Path) -> Path:
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     fig.legend(loc="outside lower center", ncols=min(len(outcomes), 5), frameon=False)
+    return _save(fig, path)
+
+
+def plot_tracking_errors(result: StudyResult, path: str | Path, max_points: int = 4000) -> Path:
+    """Closed-loop tracking error against time, one subplot per joint, one line per controller (seed 000
+    Fig. 15).
+
+    The signed error q_ref - q is drawn on a linear axis; when the controllers' errors span more than 100x
+    (a PID next to computed torque on an accurate model) |q_ref - q| is drawn on a log axis instead, so that
+    every controller stays visible. Samples are decimated to at most ``max_points`` per curve for plotting.
+
+    Args:
+        result: the study; uses each ``result.closed_loop`` outcome's ``t`` (N,), ``error`` (N, n) and
+            ``metrics["units"]``.
+        path: PNG to write.
+        max_points: most samples drawn per curve.
+
+    Returns:
+        ``path``.
+    """
+    outcomes = [o for o in result.closed_loop if o.t is not None and o.error is not None]
+    n = len(result.joint_names)
+    colors = estimator_colors([o.name for o in outcomes])
+    units = next((o.metrics["units"] for o in outcomes if len(o.metrics.get("units") or []) == n), ["deg"] * n)
+    errors = [np.abs(np.asarray(o.error, dtype=float)) for o in outcomes]
+    typical = np.array([np.nanmean(e) for e in errors if np.isfinite(e).any()])
+    logarithmic = typical.size > 1 and typical.min() > 0 and typical.max() / typical.min() > 100.0
+    max_cols = 1 if n <= 4 else 2
+    fig = _figure(12.0 if max_cols == 2 else 10.0, 1.75 * math.ceil(n / max_cols) + 1.1)
+    axes = _grid(fig, n, max_cols, sharex=True)
+    for j, ax in enumerate(axes):
+        for outcome in outcomes:
+            t = np.asarray(outcome.t, dtype=float)
+            step = max(1, math.ceil(len(t) / max(1, max_points)))
+            e = np.asarray(outcome.error, dtype=float)[::step, j]
+            ax.plot(t[::step], np.abs(e) if logarithmic else e, color=colors[outcome.name], lw=1.0, label=outcome.name)
+        if logarithmic:  # down to 1 % of the smallest mean error: the start on the reference is not a feature
+            ax.set_yscale("log")
+            means = [np.nanmean(e[:, j]) for e in errors if np.isfinite(e[:, j]).any()]
+            positive = [m for m in means if m > 0]
+            if positive:
+                ax.set_ylim(bottom=0.01 * min(positive))
+        ax.set_title(result.joint_names[j], fontsize=10, loc="left")
+        ax.set_ylabel(f"|e| [{units[j]}]" if logarithmic else f"e [{units[j]}]")
+        ax.grid(alpha=0.3)
+        ax.margins(x=0)
+    _label_bottom(axes, max_cols, "time [s]")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=min(max(len(labels), 1), 6), frameon=False)
     return _save(fig, path)
 
 

@@ -39,6 +39,25 @@ class EstimatorOutcome:
 
 
 @dataclass
+class ClosedLoopOutcome:
+    """What one controller did in the closed-loop comparison (SPEC §10, seed 000 Fig. 15).
+
+    Attributes:
+        name: the controller's label (``"pid"``, ``"feedforward(ols)"``).
+        metrics: its row of ``metrics.json``: ``eta`` (n,) = mean |q_ref - q| per joint, ``eta_mean``,
+            ``max_error`` (n,), ``units`` (n,) (``"deg"``, or ``"mm"`` for a prismatic joint), ``plant``,
+            ``model``, ``controller_type``, ``duration_s``, ``diverged_at``.
+        t: (N,) time of the run, or None (a run folder read back keeps no time series).
+        error: (N, n) tracking error q_ref - q in ``units``, or None.
+    """
+
+    name: str
+    metrics: dict
+    t: np.ndarray | None = None
+    error: np.ndarray | None = None
+
+
+@dataclass
 class StudyResult:
     """Everything a report shows about one run.
 
@@ -58,6 +77,8 @@ class StudyResult:
         info: extra key/values shown at the top (seed, noise, excitation, condition number, ...).
         baselines: names of outcomes that are references, not estimators (the ``CAD`` row: the robot's own
             parameters); shown in the tables but never marked best.
+        closed_loop: one per controller of the closed-loop comparison, in the scenario's order (empty
+            without one).
     """
 
     title: str
@@ -73,3 +94,4 @@ class StudyResult:
     notes: list[str] = field(default_factory=list)
     info: dict[str, str] = field(default_factory=dict)
     baselines: list[str] = field(default_factory=list)
+    closed_loop: list[ClosedLoopOutcome] = field(default_factory=list)

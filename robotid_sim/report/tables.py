@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robotid_sim.report.result import EstimatorOutcome, StudyResult
+from robotid_sim.report.result import ClosedLoopOutcome, EstimatorOutcome, StudyResult
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -69,7 +69,7 @@ class Cell:
         return self.text
 
 
-def _scalar(outcome: EstimatorOutcome, key: str) -> float:
+def _scalar(outcome: EstimatorOutcome | ClosedLoopOutcome, key: str) -> float:
     value = outcome.metrics.get(key)
     if value is None or isinstance(value, list | tuple | np.ndarray):
         return math.nan
@@ -245,6 +245,54 @@ def base_parameter_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]
     return headers, rows
 
 
+def _closed_loop_values(outcome: ClosedLoopOutcome, key: str, n: int) -> list[float]:
+    value = outcome.metrics.get(key)
+    arr = np.asarray(value if isinstance(value, list | tuple) else [], dtype=float).ravel()
+    return arr.tolist() if arr.size == n else [math.nan] * n
+
+
+def closed_loop_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """The closed-loop table (seed 000 Fig. 15): one row per controller; columns η per joint, mean η and the
+    largest |e| over the joints, the lowest of each column marked best.
+
+    η_i = mean |q_ref - q| of joint i over the run, in degrees (millimetres for a prismatic joint).
+
+    Args:
+        result: the study.
+
+    Returns:
+        ``(headers, rows)`` with headers ``["controller", "η <joint> [deg]"..., "mean η", "max |e|"]``;
+        ``rows[k][0]`` is the name of ``result.closed_loop[k]``.
+    """
+    outcomes, n = result.closed_loop, len(result.joint_names)
+    units = next((o.metrics["units"] for o in outcomes if len(o.metrics.get("units") or []) == n), ["deg"] * n)
+    same = len(set(units)) == 1
+    headers = ["controller"] + [f"η {joint} [{unit}]" for joint, unit in zip(result.joint_names, units, strict=True)]
+    headers += [f"mean η [{units[0]}]" if same else "mean η", f"max |e| [{units[0]}]" if same else "max |e|"]
+    columns = [[_closed_loop_values(o, "eta", n)[j] for o in outcomes] for j in range(n)]
+    columns.append([_scalar(o, "eta_mean") for o in outcomes])
+    columns.append([float(np.max(_closed_loop_values(o, "max_error", n))) for o in outcomes])
+    cells = []
+    for values in columns:
+        mask = _best_mask(values, "min")
+        cells.append([Cell(format_number(v), v, b) for v, b in zip(values, mask, strict=True)])
+    rows = [[Cell(o.name)] + [col[k] for col in cells] for k, o in enumerate(outcomes)]
+    return headers, rows
+
+
+def _rich_table(title: str, headers: list[str], rows: list[list[Cell]]) -> Table:
+    from rich.table import Table  # only the terminal needs rich; the Markdown and HTML reports do not
+    from rich.text import Text
+
+    # Text objects throughout: names and headers such as "fit time [s]" must not be read as rich markup.
+    table = Table(title=Text(title), caption="best value per column in bold green")
+    for k, header in enumerate(headers):
+        table.add_column(Text(header), justify="left" if k == 0 else "right", no_wrap=k == 0)
+    for row in rows:
+        table.add_row(*(Text(cell.text, style="bold green" if cell.best else "") for cell in row))
+    return table
+
+
 def rich_comparison_table(result: StudyResult) -> Table:
     """The comparison table for the terminal, best values in bold green.
 
@@ -254,14 +302,16 @@ def rich_comparison_table(result: StudyResult) -> Table:
     Returns:
         A :class:`rich.table.Table` with one row per estimator; the caller prints it.
     """
-    from rich.table import Table  # only the terminal needs rich; the Markdown and HTML reports do not
-    from rich.text import Text
+    return _rich_table(f"{result.title} ({result.robot_name})", *comparison_rows(result))
 
-    headers, rows = comparison_rows(result)
-    # Text objects throughout: names and headers such as "fit time [s]" must not be read as rich markup.
-    table = Table(title=Text(f"{result.title} ({result.robot_name})"), caption="best value per column in bold green")
-    for k, header in enumerate(headers):
-        table.add_column(Text(header), justify="left" if k == 0 else "right", no_wrap=k == 0)
-    for row in rows:
-        table.add_row(*(Text(cell.text, style="bold green" if cell.best else "") for cell in row))
-    return table
+
+def rich_closed_loop_table(result: StudyResult) -> Table:
+    """The closed-loop table (:func:`closed_loop_rows`) for the terminal, best values in bold green.
+
+    Args:
+        result: the study.
+
+    Returns:
+        A :class:`rich.table.Table` with one row per controller; the caller prints it.
+    """
+    return _rich_table(f"{result.title}: closed-loop tracking error η ({result.robot_name})", *closed_loop_rows(result))

@@ -23,6 +23,11 @@ The estimate (bytes of float64, ``n`` joints, ``b`` base parameters, S physics s
 - time: ``S · 40 µs`` per simulation (``benchmarks/simulator_speed.py``: 21–34 µs per step on prrrp and hyper9);
 - disk: the two datasets' ``.npz`` files, ``N · (9 n + 1) · 8`` bytes each.
 
+A closed-loop comparison (``closed_loop:``) is checked on its own by :func:`check_closed_loop`: ``S · c ·
+250 µs`` for ``c`` controllers of ``S`` control steps each (the PyBullet torque step, the controller and a
+model's dynamics at N = 1: 90–190 µs per step measured on three_axis), and ``S · n · 8 · (25 + 6 c)`` bytes
+(the reference and the loop's temporaries, and the six recorded arrays per controller).
+
 Limits: memory :func:`robotid_sim.safety.memory_limit_bytes` (half of this machine's RAM), time
 :data:`TIME_LIMIT_S` (2 hours), the free space of the output folder. ``simulation.allow_large: true`` lifts the
 time limit and raises the memory limit to the whole RAM; the disk limit always holds.
@@ -38,6 +43,10 @@ from robotid_sim.safety import memory_limit_bytes
 
 #: seconds of wall time per physics step of the tracking simulation (measured 21–34 µs, rounded up)
 SECONDS_PER_STEP = 40e-6
+#: seconds of wall time per control step of a closed-loop run (measured 90–190 µs on three_axis, rounded up)
+CLOSED_LOOP_SECONDS_PER_STEP = 250e-6
+#: float64 arrays (S, n) recorded per controller of a closed-loop run (t, q, qd, q_ref, qd_ref, tau)
+CLOSED_LOOP_ARRAYS = 6
 #: longest run accepted without ``simulation.allow_large`` (seconds)
 TIME_LIMIT_S = 2 * 3600.0
 #: float64 values held per physics step and joint while simulating (reference + temporaries)
@@ -209,6 +218,33 @@ def estimate_run(
         seconds=ident.seconds + val.seconds,
         disk_bytes=ident.file_bytes + val.file_bytes,
     )
+
+
+def check_closed_loop(
+    n_dof: int, duration: float, dt: float, controllers: int, allow_large: bool = False
+) -> SimulationCost:
+    """The steps of a closed-loop comparison of ``controllers`` runs of ``duration`` s at ``dt``, refused
+    above the memory or time limit as :meth:`RunBudget.check` refuses a run (module docstring).
+
+    Raises:
+        ConfigError: a duration or step that is not a finite positive number, or a comparison above the
+            limits, stating the estimate and the limit.
+    """
+    cost = simulation_cost(n_dof, duration, dt, 1.0 / dt if dt > 0 else math.nan, "closed_loop")
+    memory = cost.working_bytes + float(cost.steps) * n_dof * _F64 * CLOSED_LOOP_ARRAYS * controllers
+    seconds = float(cost.steps) * controllers * CLOSED_LOOP_SECONDS_PER_STEP
+    limit = memory_limit_bytes() * (2 if allow_large else 1)
+    problems = []
+    if memory > limit:
+        problems.append(f"about {format_bytes(memory)} of memory (limit {format_bytes(limit)})")
+    if not allow_large and seconds > TIME_LIMIT_S:
+        problems.append(f"about {format_seconds(seconds)} (limit {format_seconds(TIME_LIMIT_S)})")
+    if problems:
+        raise ConfigError(
+            f"the closed loop ({controllers} controllers x {cost.steps:.3g} steps) would need "
+            f"{' and '.join(problems)}; shorten closed_loop.duration or raise closed_loop.dt"
+        )
+    return cost
 
 
 def format_bytes(value: float) -> str:

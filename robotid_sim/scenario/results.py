@@ -17,9 +17,9 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import BaseParameterModel, load_model
-from robotid_sim.report import EstimatorOutcome, StudyResult
+from robotid_sim.report import ClosedLoopOutcome, EstimatorOutcome, StudyResult
 from robotid_sim.safety import inside, load_yaml_file, safe_name
-from robotid_sim.scenario.schema import CAD_LABEL
+from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
 from robotid_sim.sim.dataset import load_dataset
 
 #: largest ``metrics.json`` / ``truth.json`` / ``scenario.yaml`` read back (bytes)
@@ -27,23 +27,27 @@ MAX_TEXT_BYTES = 16 * 1024**2
 
 
 def load_run_result(run_dir: str | Path) -> StudyResult:
-    """The study of a run folder written by :func:`run_scenario`.
+    """The study of a run folder written by :func:`run_scenario` or :func:`run_closed_loop_study`.
 
-    Predictions are recomputed from the saved models on the saved validation data.
+    Predictions are recomputed from the saved models on the saved validation data. Closed-loop rows come back
+    with their metrics only (no time series).
 
     Raises:
         DataError: a missing or damaged file, a file that points outside the folder, or a ``metrics.json``
-            that is not a list of ``{"estimator": <safe name>, <metric>: number or list of numbers}``.
+            that is not a list of ``{"estimator": <safe name>, <metric>: number or list of numbers}`` and
+            ``{"controller": <label>, <metric>: number, text or list of them}`` rows.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise DataError(f"{run_dir} is not a run folder (not a folder)")
+    if (run_dir / CLOSED_LOOP_FILE).exists() and not (run_dir / "scenario.yaml").exists():
+        return _closed_loop_result(run_dir)
     needed = ["scenario.yaml", "metrics.json", "truth.json", "data/validation.npz"]
     missing = [n for n in needed if not (run_dir / n).exists()]
     if missing:
         raise DataError(f"{run_dir} is not a complete run folder (missing {missing})")
     scenario = _scenario(run_dir)
-    rows = _metrics(run_dir)
+    rows, controller_rows = _metrics(run_dir)
     ds_val = load_dataset(_path(run_dir, "data/validation.npz"))
     truth = _truth_table(run_dir)
     truth_names = [name for name, _, _ in truth]
@@ -82,7 +86,37 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         outcomes=outcomes,
         base_parameter_table=truth,
         baselines=[o.name for o in outcomes if o.name == CAD_LABEL],
+        closed_loop=_closed_loop_outcomes(controller_rows),
     )
+
+
+def _closed_loop_result(run_dir: Path) -> StudyResult:
+    """The study of a closed-loop run folder (``closed_loop.yaml``, ``metrics.json``)."""
+    study = _scenario(run_dir, CLOSED_LOOP_FILE)
+    rows, controller_rows = _metrics(run_dir)
+    if rows:
+        raise DataError(f"{run_dir / 'metrics.json'} is damaged (estimator rows in a closed-loop run folder)")
+    outcomes = _closed_loop_outcomes(controller_rows)
+    n = max((len(o.metrics.get("eta") or []) for o in outcomes), default=0)
+    joints = outcomes[0].metrics.get("joints") if outcomes else None
+    if not (isinstance(joints, list) and len(joints) == n):
+        joints = [f"joint {j + 1}" for j in range(n)]
+    title, robot = study.get("name"), study.get("robot")
+    return StudyResult(
+        title=title if isinstance(title, str) else run_dir.name,
+        robot_name=robot if isinstance(robot, str) else "?",
+        joint_names=[str(j) for j in joints],
+        scenario=study,
+        t_validation=np.zeros(0),
+        tau_measured=np.zeros((0, n)),
+        tau_true=None,
+        outcomes=[],
+        closed_loop=outcomes,
+    )
+
+
+def _closed_loop_outcomes(rows: list[dict]) -> list[ClosedLoopOutcome]:
+    return [ClosedLoopOutcome(row["controller"], {k: v for k, v in row.items() if k != "controller"}) for row in rows]
 
 
 def _path(run_dir: Path, relative: str) -> Path:
@@ -109,16 +143,16 @@ def _read_json(run_dir: Path, relative: str) -> Any:
         raise DataError(f"{where} is damaged (JSON nested too deeply)") from None
 
 
-def _scenario(run_dir: Path) -> dict:
-    path = _path(run_dir, "scenario.yaml")
+def _scenario(run_dir: Path, name: str = "scenario.yaml") -> dict:
+    path = _path(run_dir, name)
     if path.stat().st_size > MAX_TEXT_BYTES:
-        raise DataError(f"{run_dir / 'scenario.yaml'} is larger than {MAX_TEXT_BYTES:,} bytes")
+        raise DataError(f"{run_dir / name} is larger than {MAX_TEXT_BYTES:,} bytes")
     try:
         data = load_yaml_file(path, "run scenario")
     except ConfigError as exc:
         raise DataError(str(exc)) from None
     if not isinstance(data, dict):
-        raise DataError(f"{run_dir / 'scenario.yaml'} is damaged (not a mapping of scenario fields)")
+        raise DataError(f"{run_dir / name} is damaged (not a mapping of scenario fields)")
     return data
 
 
@@ -126,12 +160,36 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _metrics(run_dir: Path) -> list[dict]:
-    """The rows of ``metrics.json``, checked: estimator names safe and unique, values numbers or lists."""
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, int | float | str | bool)
+
+
+def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
+    """The rows of ``metrics.json``, checked, split into estimator rows (names safe and unique, values numbers or
+    lists of numbers) and closed-loop rows (``controller`` labels unique, values JSON scalars or lists of them)."""
     where = run_dir / "metrics.json"
     rows = _read_json(run_dir, "metrics.json")
     if not isinstance(rows, list):
         raise DataError(f"{where} is damaged (expected a list of rows, one per estimator, got {type(rows).__name__})")
+    controller_rows, estimator_rows = [], []
+    for row in rows:
+        closed_loop = isinstance(row, dict) and "controller" in row and "estimator" not in row
+        (controller_rows if closed_loop else estimator_rows).append(row)
+    rows = estimator_rows
+    labels: set[str] = set()
+    for k, row in enumerate(controller_rows):
+        label = row["controller"]
+        if not isinstance(label, str) or not label or label.casefold() in labels:
+            raise DataError(
+                f"{where} is damaged (closed-loop row {k}: a missing or repeated 'controller' {label!r:.40})"
+            )
+        labels.add(label.casefold())
+        for key, value in row.items():
+            if not (_is_scalar(value) or (isinstance(value, list) and all(_is_scalar(v) for v in value))):
+                raise DataError(
+                    f"{where} is damaged (closed-loop row {k}, '{key}': expected a number, a text or a list of them, "
+                    f"got {json.dumps(value)[:40]})"
+                )
     seen: set[str] = set()
     for k, row in enumerate(rows):
         if not isinstance(row, dict) or "estimator" not in row:
@@ -154,7 +212,7 @@ def _metrics(run_dir: Path) -> list[dict]:
                     f"{where} is damaged (row {k}, '{key}': expected a number or a list of numbers, "
                     f"got {json.dumps(value)[:40]})"
                 )
-    return rows
+    return rows, controller_rows
 
 
 def _truth_table(run_dir: Path) -> list[tuple[str, str, float]]:

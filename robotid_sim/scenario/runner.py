@@ -3,7 +3,8 @@
 Before anything is simulated, everything the run needs is checked (:func:`prepare_run`): the scenario's
 fields and the names that become file names (:mod:`robotid_sim.scenario.schema`), the robot, each
 estimator and its options, both excitations (built, and checked against the joint limits), the noise chain
-(against the robot's joint count), the preprocessing, and the run's memory and time
+(against the robot's joint count), the preprocessing, the ``closed_loop`` section (its controllers, options,
+models, reference and cost: :mod:`robotid_sim.scenario.closed_loop`), and the run's memory and time
 (:mod:`robotid_sim.scenario.budget`: an absurd ``duration``, ``dt`` or ``rate_hz`` is refused with the
 estimate and the limit unless ``simulation.allow_large: true``). Then the output folder must be creatable and
 hold the data files. A scenario refused there leaves nothing on disk.
@@ -56,7 +57,8 @@ from robotid_sim.report import EstimatorOutcome, StudyResult, write_report
 from robotid_sim.robot import load_robot
 from robotid_sim.safety import safe_name
 from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
-from robotid_sim.scenario.schema import CAD_LABEL, Scenario, load_scenario
+from robotid_sim.scenario.closed_loop import ClosedLoopPlan, prepare_closed_loop, run_closed_loop_plan
+from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE, ClosedLoopStudy, Scenario, load_scenario
 from robotid_sim.signal import period_average
 from robotid_sim.sim.dataset import Dataset, Signals
 from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, preprocess
@@ -371,6 +373,8 @@ class RunPlan:
             default (:func:`~robotid_sim.sim.simulate.generic_excitation_note`), else None; recorded in
             both datasets' metadata.
         recorded: (identification, validation) datasets of a data scenario, loaded and checked; else None.
+        closed_loop: the ``closed_loop`` section, checked
+            (:func:`~robotid_sim.scenario.closed_loop.prepare_closed_loop`); None without one.
     """
 
     scenario: Scenario
@@ -384,6 +388,7 @@ class RunPlan:
     validation_duration: float = 0.0
     excitation_default: dict | None = None
     recorded: tuple[Dataset, Dataset] | None = None
+    closed_loop: ClosedLoopPlan | None = None
 
 
 def _resolve(base_dir: Path, ref: str | None) -> str | None:
@@ -440,7 +445,14 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
             forms_regressor=forms_regressor,
         )
         budget.check()
-        return RunPlan(scenario=sc, robot=robot, estimators=estimators, budget=budget, recorded=(ident, val))
+        return RunPlan(
+            scenario=sc,
+            robot=robot,
+            estimators=estimators,
+            budget=budget,
+            recorded=(ident, val),
+            closed_loop=_prepare_closed_loop(sc, robot, None, base_dir),
+        )
     sim = sc.simulation
     excitation = resolve_excitation(robot, sc.excitation)
     validation_excitation = _validation_excitation(sc, robot)
@@ -472,6 +484,22 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
         duration=duration,
         validation_duration=validation_duration,
         excitation_default=generic_excitation_note(robot) if sc.excitation == "default" else None,
+        closed_loop=_prepare_closed_loop(sc, robot, validation_excitation, base_dir),
+    )
+
+
+def _prepare_closed_loop(sc: Scenario, robot, validation_excitation, base_dir: Path) -> ClosedLoopPlan | None:
+    """The scenario's ``closed_loop`` section checked, its models named by the estimators' labels; None without one."""
+    if sc.closed_loop is None:
+        return None
+    return prepare_closed_loop(
+        sc.closed_loop,
+        robot,
+        [e.display for e in sc.estimators],
+        _cad_model(robot) is not None,
+        validation_excitation,
+        base_dir,
+        allow_large=sc.simulation.allow_large,
     )
 
 
@@ -519,9 +547,7 @@ def run_scenario(
         path = resolve_scenario_path(scenario)
         sc, base_dir = load_scenario(path), path.parent
     plan = prepare_run(sc, base_dir)
-    root = Path(out_dir) if out_dir is not None else DEFAULT_RUNS_DIR
-    if root.exists() and not root.is_dir():
-        raise ConfigError(f"the output folder {root} exists and is not a folder")
+    root = _output_root(out_dir)
     try:
         free = shutil.disk_usage(_existing_ancestor(root)).free
     except OSError:
@@ -529,12 +555,25 @@ def run_scenario(
     if free is not None:
         plan.budget.check_disk(free, root)
     report = progress or (lambda *_: None)
+    return _build_run_folder(root, sc.name, lambda partial: _run(plan, partial, report, on_estimator_done))
 
+
+def _output_root(out_dir: str | Path | None) -> Path:
+    """The parent folder of the run folder (default ``./runs``); ConfigError if it is a file."""
+    root = Path(out_dir) if out_dir is not None else DEFAULT_RUNS_DIR
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"the output folder {root} exists and is not a folder")
+    return root
+
+
+def _build_run_folder(root: Path, name: str, write: Callable[[Path], None]) -> Path:
+    """Remove stale partial folders under ``root``, let ``write`` fill a new ``.partial-*`` folder, and rename it
+    to its final name (module docstring); on any failure or interruption the partial folder is removed."""
     remove_stale_partials(root)
     with _sigterm_raises_system_exit():
-        partial, final = _new_run_dir(root, sc.name)
+        partial, final = _new_run_dir(root, name)
         try:
-            _run(plan, partial, report, on_estimator_done)
+            write(partial)
             (partial / OWNER_FILE).unlink()
             partial.rename(final)
         except BaseException as exc:
@@ -544,6 +583,91 @@ def run_scenario(
             raise
     log.info("run written to %s", final)
     return final
+
+
+@dataclasses.dataclass(frozen=True)
+class ClosedLoopStudyPlan:
+    """A closed-loop study checked by :func:`prepare_closed_loop_study`: the study, its robot, its checked
+    section, and the models its labels name (``CAD``)."""
+
+    study: ClosedLoopStudy
+    robot: Any
+    closed_loop: ClosedLoopPlan
+    models: dict[str, Any]
+
+
+def prepare_closed_loop_study(study: ClosedLoopStudy, base_dir: str | Path | None = None) -> ClosedLoopStudyPlan:
+    """Check everything a closed-loop study needs (the robot, each controller and its options, each model file,
+    the reference against the joint limits, the time and memory limits); nothing is simulated or written.
+
+    Args:
+        study: the validated study.
+        base_dir: folder that relative paths (URDF, sidecar, model files) are resolved against (default: the
+            working folder).
+
+    Raises:
+        ConfigError (or another :class:`~robotid_sim.errors.RobotIdError`): the first problem found.
+    """
+    base_dir = Path.cwd() if base_dir is None else Path(base_dir)
+    robot = load_robot(
+        _resolve(base_dir, study.robot),
+        sidecar=_resolve(base_dir, study.sidecar),
+        lock_joints=study.lock_joints or None,
+    )
+    cad = _cad_model(robot)
+    plan = prepare_closed_loop(study.closed_loop, robot, [], cad is not None, None, base_dir)
+    return ClosedLoopStudyPlan(study, robot, plan, {CAD_LABEL.casefold(): cad} if cad is not None else {})
+
+
+def run_closed_loop_study(
+    study: ClosedLoopStudy | ClosedLoopStudyPlan,
+    out_dir: str | Path | None = None,
+    progress: Progress | None = None,
+    base_dir: str | Path | None = None,
+) -> Path:
+    """A closed-loop comparison on its own (``robotid-sim closed-loop``) into a new run folder.
+
+    The study is checked first (:func:`prepare_closed_loop_study`, unless it is given prepared); the folder is
+    then built like a scenario run's (``.partial-*``, renamed at the end, never an existing one). It holds
+    ``closed_loop.yaml`` (the study as run), ``metrics.json`` and ``metrics.csv`` (one row per controller: η
+    and the largest error per joint), ``plots/tracking_errors.png``, ``report.md`` and ``report.html``.
+
+    Args:
+        study: the validated study, or the plan :func:`prepare_closed_loop_study` made of it.
+        out_dir: parent of the run folder (default ``./runs``).
+        progress: callable(task, done, total) for progress bars.
+        base_dir: as for :func:`prepare_closed_loop_study`.
+
+    Raises:
+        ConfigError (or another :class:`~robotid_sim.errors.RobotIdError`): a study that cannot run; nothing
+            is written then.
+    """
+    plan = study if isinstance(study, ClosedLoopStudyPlan) else prepare_closed_loop_study(study, base_dir)
+    root = _output_root(out_dir)
+    report = progress or (lambda *_: None)
+    robot = plan.robot
+
+    def write(run_dir: Path) -> None:
+        data = plan.study.model_dump(mode="json")
+        (run_dir / CLOSED_LOOP_FILE).write_text(yaml.safe_dump(data, sort_keys=False))
+        outcomes, notes = run_closed_loop_plan(plan.closed_loop, robot, plan.models, report)
+        _write_metrics(run_dir, [{"controller": o.name, **o.metrics} for o in outcomes])
+        result = StudyResult(
+            title=plan.study.name,
+            robot_name=robot.name,
+            joint_names=list(robot.joint_names),
+            scenario=data,
+            t_validation=np.zeros(0),
+            tau_measured=np.zeros((0, robot.n_dof)),
+            tau_true=None,
+            outcomes=[],
+            notes=notes,
+            info={"friction": _friction_source(robot)},
+            closed_loop=outcomes,
+        )
+        write_report(run_dir, result)
+
+    return _build_run_folder(root, plan.study.name, write)
 
 
 def _run(plan: RunPlan, run_dir: Path, report: Progress, on_done) -> None:
@@ -599,7 +723,8 @@ def _cad_model(robot) -> StandardParameterModel | None:
 
 
 def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str], report: Progress, on_done) -> None:
-    """Identify with every estimator, evaluate on the validation data, write models, metrics and the report.
+    """Identify with every estimator, evaluate on the validation data, run the closed loop (if the scenario has
+    one) with the models just identified, write models, metrics and the report.
 
     A simulated run has a truth (``ds_val.truth`` and the robot's parameters); a data scenario has none, and
     the metrics that need one are left out (shown as not available). The ``CAD`` row is the robot's own
@@ -700,6 +825,13 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         else:
             notes.append(f"no ±50 % sensitivity: '{outcomes[0].name}' is not a model linear in parameters")
 
+    closed_loop = []
+    if plan.closed_loop is not None:
+        by_label = {label.casefold(): model for (label, _), model in zip(entries, models, strict=True)}
+        closed_loop, more = run_closed_loop_plan(plan.closed_loop, robot, by_label, report)
+        notes += more
+        metric_rows += [{"controller": o.name, **o.metrics} for o in closed_loop]
+
     _write_metrics(run_dir, metric_rows)
     info = {
         "robot": robot.name,
@@ -737,6 +869,7 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         notes=notes,
         info=info,
         baselines=[CAD_LABEL] if cad is not None else [],
+        closed_loop=closed_loop,
     )
     write_report(run_dir, result)
 

@@ -22,6 +22,14 @@ from robotid_sim.safety import load_yaml_file, safe_name
 DEFAULT_NAME = "scenario"
 #: the row of the report holding the robot's own (URDF/CAD and sidecar) parameters
 CAD_LABEL = "CAD"
+#: the study file of a closed-loop run folder (:class:`ClosedLoopStudy`, ``robotid-sim closed-loop``)
+CLOSED_LOOP_FILE = "closed_loop.yaml"
+
+
+def repeated(names: list[str]) -> list[str]:
+    """The names that appear more than once, compared without case (sorted)."""
+    folded = [name.casefold() for name in names]
+    return sorted({name for name in names if folded.count(name.casefold()) > 1})
 
 
 class _Strict(BaseModel):
@@ -133,6 +141,89 @@ class EstimatorEntry(_Strict):
         return self.label if self.label is not None else self.name
 
 
+class ControllerEntry(_Strict):
+    """One controller of a closed-loop comparison."""
+
+    name: str = Field(description="registered controller name (pid, feedforward, computed_torque, pd, or a plugin's)")
+    label: str | None = Field(
+        None,
+        description="name shown in the closed-loop table and plot (default: the name, with the model option in "
+        "parentheses: 'feedforward(ols)')",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the controller's options; 'model' names an estimator label of this scenario, 'CAD', or a saved "
+        "model's path",
+    )
+
+    def display_label(self, model: Any = None) -> str:
+        """The name in the closed-loop table, the plot and ``metrics.json``: the label, else the name with the
+        ``model`` option (or the section's ``model``, given as ``model``) in parentheses."""
+        if self.label is not None:
+            return self.label
+        model = self.options.get("model", model)
+        if not isinstance(model, str):
+            return self.name
+        return f"{self.name}({Path(model).stem if model.endswith('.json') or '/' in model else model})"
+
+
+def _names_to_entries(value):
+    """A list of entries where a bare name stands for ``{"name": name}`` (estimators, controllers)."""
+    if isinstance(value, list):
+        return [{"name": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+def _excitation_or_default(value):
+    """'default' or a mapping with a 'type', the two forms of an excitation (or reference) field."""
+    if isinstance(value, str) and value != "default":
+        raise ValueError("must be 'default' or a mapping with a 'type'")
+    if isinstance(value, dict) and "type" not in value:
+        raise ValueError("a mapping needs a 'type' (fourier, sequential_sine, polynomial, stepwise)")
+    return value
+
+
+class ClosedLoopConfig(_Strict):
+    """Closed-loop tracking with each controller after identification (SPEC §10, seed 000 Fig. 15)."""
+
+    controllers: list[ControllerEntry] = Field(min_length=1, description="controllers compared, names or entries")
+    reference: dict[str, Any] | str | None = Field(
+        None,
+        description="excitation mapping or 'default' (the robot's); default: the validation trajectory of a "
+        "simulated scenario, the robot's default excitation of a data scenario",
+    )
+    duration: float | None = Field(None, gt=0, description="seconds; default: the reference's duration")
+    model: str | None = Field(
+        None,
+        description="the model of every controller that takes a 'model' option and is given none: an estimator "
+        "label, 'CAD' or a model path; default: the plant's own model",
+    )
+    plant: str = Field(
+        "pybullet", description="'pybullet' (the truth, friction included), an estimator label, 'CAD' or a model path"
+    )
+    friction: bool = Field(True, description="false: the PyBullet plant without its friction law")
+    dt: float = Field(1e-3, gt=0, description="control period and physics step (s)")
+
+    @field_validator("controllers", mode="before")
+    @classmethod
+    def _names_to_entries(cls, value):
+        return _names_to_entries(value)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_form(cls, value):
+        return _excitation_or_default(value)
+
+    @model_validator(mode="after")
+    def _unique_labels(self):
+        dupes = repeated([e.display_label() for e in self.controllers])
+        if dupes:
+            raise ValueError(
+                f"controllers appear twice: {dupes} (labels are compared without case); give each a distinct 'label'"
+            )
+        return self
+
+
 class Scenario(_Strict):
     """A study: robot, excitation, noise, estimators, outputs."""
 
@@ -158,6 +249,9 @@ class Scenario(_Strict):
     preprocessing: PreprocessingConfig = PreprocessingConfig()
     estimators: list[EstimatorEntry] = Field(min_length=1)
     sensitivity: bool = Field(False, description="±50 % parameter sensitivity of the first estimator")
+    closed_loop: ClosedLoopConfig | None = Field(
+        None, description="closed-loop tracking with the identified models, after identification"
+    )
 
     @field_validator("name")
     @classmethod
@@ -167,24 +261,17 @@ class Scenario(_Strict):
     @field_validator("estimators", mode="before")
     @classmethod
     def _names_to_entries(cls, value):
-        if isinstance(value, list):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
+        return _names_to_entries(value)
 
     @field_validator("excitation")
     @classmethod
     def _excitation_form(cls, value):
-        if isinstance(value, str) and value != "default":
-            raise ValueError("must be 'default' or a mapping with a 'type'")
-        if isinstance(value, dict) and "type" not in value:
-            raise ValueError("a mapping needs a 'type' (fourier, sequential_sine, polynomial, stepwise)")
-        return value
+        return _excitation_or_default(value)
 
     @model_validator(mode="after")
     def _unique_labels(self):
         # compared without case: their model files must not collide on case-insensitive file systems
-        labels = [e.display.casefold() for e in self.estimators]
-        dupes = sorted({e.display for e in self.estimators if labels.count(e.display.casefold()) > 1})
+        dupes = repeated([e.display for e in self.estimators])
         if dupes:
             raise ValueError(
                 f"estimators appear twice: {dupes} (labels are compared without case); give each a distinct 'label'"
@@ -221,6 +308,32 @@ class Scenario(_Strict):
                 "(it seeds the validation noise)"
             )
         return self
+
+
+class ClosedLoopStudy(_Strict):
+    """A closed-loop comparison on its own, without identification (``robotid-sim closed-loop``): the
+    models are files (or ``CAD``, the robot's own parameters)."""
+
+    name: str = Field("closed_loop", description="used in the run folder name")
+    robot: str = Field(description="bundled robot name or path to a URDF")
+    sidecar: str | None = None
+    lock_joints: dict[str, float] = Field(default_factory=dict)
+    closed_loop: ClosedLoopConfig
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_file_name(cls, value):
+        return safe_name(value, "run name")
+
+
+def parse_closed_loop_study(data: Any, where: str = "closed-loop") -> ClosedLoopStudy:
+    """Validate a closed-loop study mapping; :class:`ConfigError` names each bad field and why."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: must be a mapping of fields, got {type(data).__name__}")
+    try:
+        return ClosedLoopStudy.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where)) from None
 
 
 def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
