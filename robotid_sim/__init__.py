@@ -8,10 +8,20 @@ array (N, n) for N samples of an n-joint arm. Parameters: ``theta`` the standard
 ``import robotid_sim`` is cheap: only the error classes and ``hookimpl`` are imported with it; every
 other public name (``load_robot``, ``simulate``, ``identify``, ...) and every sub-package is imported
 the first time it is used (PEP 562), so worker processes that need one stage never pay for the rest.
+
+The Gymnasium environments (``robotid_sim/IdentifiedArm-v0``, ``robotid_sim/PyBulletArm-v0``,
+:mod:`robotid_sim.envs`) are registered without importing gymnasium here: if gymnasium is already
+imported, :mod:`robotid_sim.envs` is imported (it registers them; cheap, with gymnasium loaded);
+otherwise a one-shot import hook imports it right after gymnasium's own import, so that
+``gymnasium.make("robotid_sim/IdentifiedArm-v0", ...)`` works after ``import robotid_sim`` in either
+order. ``gymnasium.make("robotid_sim:robotid_sim/IdentifiedArm-v0", ...)`` works too (it imports this
+package).
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import TYPE_CHECKING
 
 from robotid_sim._lazy import lazy_attributes
@@ -31,6 +41,7 @@ __version__ = "0.1.0"
 #: public name -> module defining it, imported on first access
 _LAZY_ATTRIBUTES: dict[str, str] = {
     "identify": "robotid_sim.api",
+    "run_closed_loop": "robotid_sim.control.closed_loop",
     "Estimator": "robotid_sim.identification",
     "IdentificationProblem": "robotid_sim.identification",
     "IdentifiedModel": "robotid_sim.identification",
@@ -53,7 +64,9 @@ _LAZY_SUBMODULES = frozenset(
     {
         "api",
         "cli",
+        "control",
         "dynamics",
+        "envs",
         "excitation",
         "identification",
         "plugins",
@@ -67,6 +80,7 @@ _LAZY_SUBMODULES = frozenset(
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; nothing is imported at run time
     from robotid_sim.api import identify
+    from robotid_sim.control.closed_loop import run_closed_loop
     from robotid_sim.identification import Estimator, IdentificationProblem, IdentifiedModel, load_model
     from robotid_sim.robot import Robot, bundled_robots, dh_to_urdf, load_robot
     from robotid_sim.scenario import load_scenario, run_scenario
@@ -94,9 +108,63 @@ __all__ = [
     "load_model",
     "load_robot",
     "load_scenario",
+    "run_closed_loop",
     "run_scenario",
     "simulate",
 ]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY_ATTRIBUTES, _LAZY_SUBMODULES)
+
+
+def _register_gymnasium_envs() -> None:
+    """Import :mod:`robotid_sim.envs` (which registers the envs); never breaks the import that triggered it."""
+    try:
+        importlib.import_module("robotid_sim.envs")
+    except Exception as exc:  # a broken registration must not break ``import gymnasium``
+        import logging
+
+        logging.getLogger(__name__).warning("robotid_sim could not register its Gymnasium envs: %s", exc)
+
+
+class _AfterGymnasiumImport:
+    """One-shot ``sys.meta_path`` finder: when gymnasium is first imported, register the envs right after it.
+
+    It finds nothing itself: it removes itself, lets the other finders find gymnasium, and wraps
+    the found loader's ``exec_module`` (on that loader only, the spec is otherwise unchanged) so
+    that :func:`_register_gymnasium_envs` runs once gymnasium's ``__init__`` has finished. (A plain
+    class with ``find_spec``: subclassing ``importlib.abc.MetaPathFinder`` would import
+    ``importlib.resources`` with robotid_sim, about 8 ms.)
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "gymnasium":
+            return None
+        import importlib.util
+
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_register(module):
+            try:
+                exec_module(module)
+            finally:
+                vars(loader).pop("exec_module", None)
+            _register_gymnasium_envs()
+
+        try:
+            loader.exec_module = exec_then_register
+        except (AttributeError, TypeError):  # a loader without instance attributes: register on demand only
+            pass
+        return spec
+
+
+if "gymnasium" in sys.modules:
+    _register_gymnasium_envs()
+elif not any(isinstance(finder, _AfterGymnasiumImport) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _AfterGymnasiumImport())

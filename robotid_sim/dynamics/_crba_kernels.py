@@ -388,6 +388,15 @@ def forward_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
         ok[s] = _forward_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s])
 
 
+@njit(cache=True)
+def forward_per_copy(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
+    """qdd (B, n) solving M_b qdd_b = rhs_b − h_b for B copies of one chain, each with its own
+    parameters ``inert[b]`` (n, 10) and ``rotor[b]`` (n,) (the vector env's parameter draws);
+    ``ok`` (B,) is False where M_b is singular."""
+    for b in range(q.shape[0]):
+        ok[b] = _forward_one(kind, axis, R0, p0, inert[b], g, rotor[b], q[b], qd[b], rhs[b], qdd[b])
+
+
 # ----------------------------------------------------------------------------- regressor
 
 _FASTMATH = {"contract"}

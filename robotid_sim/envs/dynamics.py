@@ -1,0 +1,181 @@
+"""Stepping identified models in the envs: the integrator, and parameters drawn from a model's covariance.
+
+**Integrator.** :func:`semi_implicit_euler` is the scheme PyBullet's multibody world uses at
+each ``stepSimulation`` (velocity first, then position with the new velocity), so an identified
+env stepped at PyBullet's time step with the true parameters follows PyBullet's trajectory to
+rounding. Batched over copies: one forward-dynamics call per physics substep for all of them.
+
+**Parameter draws** (``parameter_draws="covariance"``): at every reset the identified
+parameters are drawn from N(θ̂, s²·Σ), Σ the model's covariance and s the
+``parameter_draw_scale``: domain randomisation from the identification's own uncertainty. Σ may
+be singular (a parameter the data fixed exactly): draws use its symmetric square root (negative
+eigenvalues from rounding clipped to 0). Only models linear in their parameters
+(:class:`~robotid_sim.identification.kinds.LinearParameterModel`: OLS, WLS, IRLS, ...) with a
+covariance can be drawn. Each copy's draw becomes a full standard parameter vector
+(:meth:`~robotid_sim.identification.kinds.LinearParameterModel.standard_equivalent`), and
+:class:`CopyParameters` steps all copies, each with its own parameters, through the compiled
+per-sample CRBA + RNEA + LU of :mod:`robotid_sim.dynamics._crba_kernels` in one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from robotid_sim.dynamics import crba
+from robotid_sim.errors import ConfigError, DataError
+
+ForwardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def robust_forward(forward: ForwardFn, q: np.ndarray, qd: np.ndarray, tau: np.ndarray):
+    """``(qdd, ok)``: ``forward(q, qd, tau)`` (B, n), and ok (B,) False for the copies where it fails.
+
+    One batched call; only if it raises (a singular mass matrix of an inconsistent identified
+    model) are the copies called one by one to find which fail (their qdd is 0).
+    """
+    try:
+        return forward(q, qd, tau), np.ones(q.shape[0], bool)
+    except (DataError, np.linalg.LinAlgError):
+        qdd, ok = np.zeros_like(q), np.ones(q.shape[0], bool)
+        for i in range(q.shape[0]):
+            try:
+                qdd[i] = forward(q[i : i + 1], qd[i : i + 1], tau[i : i + 1])[0]
+            except (DataError, np.linalg.LinAlgError):
+                ok[i] = False
+        return qdd, ok
+
+
+def semi_implicit_euler(
+    forward: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    q: np.ndarray,
+    qd: np.ndarray,
+    tau: np.ndarray,
+    h: float,
+    substeps: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``substeps`` steps of qd ← qd + h·qdd(q, qd, tau), q ← q + h·qd, for B copies at once.
+
+    Args:
+        forward: ``(q, qd, tau) -> (qdd, ok)``, batched (B, n) (see :func:`robust_forward`).
+        q, qd: (B, n) state at the start; not modified.
+        tau: (B, n) motor torque, held over the substeps.
+        h: physics step (s).
+        substeps: number of steps.
+
+    Returns:
+        ``(q, qd, ok)``: the new state (B, n) and ok (B,) False for copies whose dynamics failed
+        or whose state stopped being finite; those keep their starting state (the env terminates them).
+    """
+    q0, qd0 = q, qd
+    q, qd = q.copy(), qd.copy()
+    ok = np.ones(q.shape[0], bool)
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is detected, not warned about
+        for _ in range(substeps):
+            qdd, fine = forward(q, qd, tau)
+            qd = qd + h * qdd
+            q = q + h * qd
+            fine &= np.isfinite(q).all(axis=-1) & np.isfinite(qd).all(axis=-1)
+            if not fine.all():
+                ok &= fine
+                q[~ok], qd[~ok] = q0[~ok], qd0[~ok]  # frozen: keep feeding finite states
+    return q, qd, ok
+
+
+class CovarianceDraws:
+    """Draws of a linear model's parameters from N(θ̂, scale²·Σ) (see the module docstring).
+
+    Raises:
+        ConfigError: the model is not linear in its parameters or has no covariance.
+    """
+
+    def __init__(self, model, scale: float = 1.0):
+        from robotid_sim.identification.kinds import LinearParameterModel
+
+        what = f"this {model.kind} model" + (f" (estimator '{model.estimator}')" if model.estimator else "")
+        if not isinstance(model, LinearParameterModel):
+            raise ConfigError(
+                f"parameter_draws='covariance' needs a model linear in its parameters (kind 'base_linear' or "
+                f"'standard_linear', e.g. from ols, wls, irls); {what} is not"
+            )
+        if model.covariance is None:
+            raise ConfigError(
+                f"parameter_draws='covariance' needs the model's parameter covariance, and {what} has none: "
+                "identify with an estimator that gives one (ols, wls, irls), or leave parameter_draws=None"
+            )
+        self.model = model
+        self.scale = float(scale)
+        w, V = np.linalg.eigh(np.asarray(model.covariance, float))
+        self._root = V * np.sqrt(np.clip(w, 0.0, None))  # root @ root.T == covariance
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        """Standard parameters (p,) of one draw of the model's parameters."""
+        z = rng.standard_normal(len(self.model.values))
+        values = np.asarray(self.model.values) + self.scale * (self._root @ z)
+        return self.model.with_values(values).standard_equivalent()
+
+
+class CopyParameters:
+    """Standard parameters per copy of a linear model's robot, and the forward dynamics of all copies.
+
+    Args:
+        model: a :class:`~robotid_sim.identification.kinds.LinearParameterModel`.
+        copies: B.
+
+    Every copy starts with the model's own parameters; :meth:`set` gives copy i its draw.
+    """
+
+    def __init__(self, model, copies: int):
+        robot = model.equivalent_robot
+        n = robot.n_dof
+        self._robot = robot
+        self._chain = crba.pack_chain(robot.joints)
+        self._gravity = np.ascontiguousarray(robot.gravity, dtype=float)
+        self._slices = robot.parameter_slices()
+        k = len(robot.friction.suffixes)
+        self.inertials = np.empty((copies, n, 10))
+        self.rotor = np.zeros((copies, n))
+        self.friction = np.empty((copies, n, k))
+        for i in range(copies):
+            self.set(i, model.standard_equivalent())
+
+    def set(self, i: int, theta: np.ndarray) -> None:
+        """Give copy ``i`` the standard parameters ``theta`` (p,)."""
+        n = self._robot.n_dof
+        self.inertials[i] = theta[self._slices["inertial"]].reshape(n, 10)
+        if len(self._slices["rotor"]):
+            self.rotor[i] = theta[self._slices["rotor"]]
+        self.friction[i] = theta[self._slices["friction"]].reshape(n, -1)
+
+    def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(qdd, ok)`` (B, n), (B,) of every copy with its own parameters; ok False where M is singular."""
+        friction = np.einsum("bjk,bjk->bj", self._robot.friction.columns(qd), self.friction)
+        rhs = np.ascontiguousarray(tau - friction)
+        q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+        qdd = np.empty_like(q)
+        ok = np.empty(q.shape[0], dtype=np.bool_)
+        c = self._chain
+        kernel = _per_copy_kernel()
+        if kernel is not None:
+            args = (c.kind, c.axis, c.origin_rotation, c.origin_translation, self.inertials, self._gravity)
+            kernel(*args, self.rotor, q, qd, rhs, qdd, ok)
+        else:  # no numba: one call per copy
+            for i in range(q.shape[0]):
+                try:
+                    qdd[i] = crba.forward_dynamics(
+                        c, self.inertials[i], self._gravity, q[i], qd[i], rhs[i], self.rotor[i]
+                    )[0]
+                    ok[i] = True
+                except DataError:
+                    ok[i] = False
+        qdd[~ok] = 0.0
+        return qdd, ok
+
+
+def _per_copy_kernel():
+    """:func:`robotid_sim.dynamics._crba_kernels.forward_per_copy` (cached on disk), or None without numba."""
+    from robotid_sim.dynamics import crba
+
+    kernels = crba._kernels()
+    return None if kernels is None else kernels.forward_per_copy
