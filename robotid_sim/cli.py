@@ -394,6 +394,42 @@ def cmd_closed_loop(args) -> int:
     return 0
 
 
+def cmd_rl_demo(args) -> int:
+    # the extra and the numbers are checked before anything is simulated
+    from robotid_sim.envs.demo import require_sb3, run_rl_demo
+
+    require_sb3()
+    for value, flag in ((args.timesteps, "--timesteps"), (args.envs, "--envs"), (args.episodes, "--episodes")):
+        if value < 1:
+            raise ConfigError(f"{flag} must be a whole number >= 1, got {value}")
+    with _progress() as progress:
+        run_dir = run_rl_demo(
+            args.out,
+            robot=args.robot,
+            estimator=args.estimator,
+            timesteps=args.timesteps,
+            num_envs=args.envs,
+            episodes=args.episodes,
+            seed=args.seed,
+            progress=_Bars(progress),
+        )
+    from rich.table import Table
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    table = Table(title=f"RL sim-to-sim demo ({metrics['robot']}, {metrics['timesteps']:,} PPO steps)")
+    for column in ("env", "mean return", "median final error [rad]", "90th percentile [rad]"):
+        table.add_column(column)
+    for env, row in metrics["summary"].items():
+        table.add_row(
+            env, f"{row['mean_return']:.2f}", f"{row['median_final_error']:.4f}", f"{row['p90_final_error']:.4f}"
+        )
+    _out().print(table)
+    _out().print(f"sim-to-sim gap (truth / identified, median final error): {metrics['gap']:.3f}x")
+    _out().print(f"[bold green]run folder[/] {run_dir}")
+    _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
+    return 0
+
+
 def cmd_plugins(args) -> int:
     from rich.table import Table
 
@@ -544,6 +580,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="closed_loop", help="study name, used in the run folder's name")
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
     p.set_defaults(func=cmd_closed_loop)
+
+    p = add_parser(
+        "rl-demo",
+        help="train PPO on an identified model's reach env, evaluate it on the PyBullet truth (needs the rl extra)",
+        description="Identify a model from noisy simulated data, train Stable-Baselines3's PPO on "
+        "robotid_sim/IdentifiedArm-v0 (reach) and evaluate the policy on the identified env and on "
+        "robotid_sim/PyBulletArm-v0: return and final joint error on both, i.e. the sim-to-sim gap. Needs "
+        "pip install 'robotid-sim[rl]'. Writes a run folder under --out with metrics.json, plots and a report.",
+    )
+    p.add_argument("--robot", default="planar3r", help="bundled robot name or URDF path (default: planar3r)")
+    p.add_argument("--estimator", default="ols", help="estimator of the training model (default: ols)")
+    p.add_argument("--timesteps", type=int, default=3_000_000, help="PPO environment steps (default: 3,000,000)")
+    p.add_argument("--envs", type=int, default=32, help="copies in the vector env (default: 32)")
+    p.add_argument("--episodes", type=int, default=20, help="evaluation episodes per env (default: 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data, the training and the episodes")
+    p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
+    p.set_defaults(func=cmd_rl_demo)
 
     p = add_parser("plugins", help="list installed plugins, their package and status")
     p.set_defaults(func=cmd_plugins)

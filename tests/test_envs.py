@@ -137,6 +137,9 @@ def test_reward_is_one_at_the_target_at_rest_and_never_below_minus_the_action_co
     assert arm.reward(q, q, np.zeros((1, 3)))[0] == 1.0
     far = np.stack([arm.lower, arm.upper])  # opposite ends of every joint's range
     assert arm.reward(far[:1], far[1:], np.ones((1, 3)))[0] == pytest.approx(-ACTION_COST)
+    # the error counts by its absolute value (a squared error leaves a policy no gradient near the target)
+    half = arm.lower + 0.5 * (arm.upper - arm.lower)
+    assert arm.reward(half[None], arm.upper[None], np.zeros((1, 3)))[0] == pytest.approx(0.5)
 
 
 def test_torque_limits_fall_back_to_the_dynamics_without_urdf_effort_limits(robots):

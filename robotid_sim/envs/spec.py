@@ -27,10 +27,13 @@ bound terminates it.
 **Reward** (both tasks), with e_j = (q_j − q*_j) / (upper_j − lower_j), the error as a fraction of
 the joint's range, so revolute and prismatic joints weigh alike::
 
-    r = 1 − mean_j(e_j²) − ACTION_COST · mean_j(a_j²)
+    r = 1 − mean_j(|e_j|) − ACTION_COST · mean_j(a_j²)
 
 Inside the limits |e_j| ≤ 1, so r lies in [−ACTION_COST, 1]; an episode ended by termination
-forfeits the remaining (non-negative) rewards, so leaving the limits never pays.
+forfeits the remaining (non-negative) rewards, so leaving the limits never pays. The error enters
+by its absolute value, not its square: near the target a squared error gives a policy almost no
+gradient (PPO on planar3r's reach reached a median final error of 2.3 rad with e², 1.1 rad with
+|e| at the same budget, ``robotid-sim rl-demo``).
 
 **Termination** (``terminated``), checked at the end of each control step: a joint outside its
 position bounds; a joint faster than its velocity bound (the arm is running away); or the
@@ -191,9 +194,9 @@ class ArmSpec:
         return np.concatenate(parts, axis=-1).astype(np.float32)
 
     def reward(self, q, q_target, action) -> np.ndarray:
-        """(B,) ``1 − mean(e²) − ACTION_COST·mean(a²)``, e the joint error as a fraction of the range."""
+        """(B,) ``1 − mean(|e|) − ACTION_COST·mean(a²)``, e the joint error as a fraction of the range."""
         e = (q - q_target) / self.position_range
-        return 1.0 - np.mean(e * e, axis=-1) - ACTION_COST * np.mean(action * action, axis=-1)
+        return 1.0 - np.mean(np.abs(e), axis=-1) - ACTION_COST * np.mean(action * action, axis=-1)
 
     def terminated(self, q, qd, ok) -> np.ndarray:
         """(B,) bool: the dynamics failed (``ok`` False), a joint left its bounds or outran its velocity bound."""
