@@ -165,9 +165,14 @@ def cmd_run(args) -> int:
     with _progress() as progress:
         run_dir = run_scenario(path, out_dir=args.out, progress=_Bars(progress))
     _print_tables(load_run_result(run_dir))
+    _print_run_folder(run_dir)
+    return 0
+
+
+def _print_run_folder(run_dir: Path) -> None:
+    """The run folder a command wrote, and its two reports."""
     _out().print(f"[bold green]run folder[/] {run_dir}")
     _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
-    return 0
 
 
 def _print_tables(result) -> None:
@@ -306,8 +311,7 @@ def cmd_identify(args) -> int:
         with _progress() as progress:
             run_dir = run_scenario(sc, out_dir=args.out, progress=_Bars(progress))
         _out().print(rich_comparison_table(load_run_result(run_dir)))
-        _out().print(f"[bold green]run folder[/] {run_dir}")
-        _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
+        _print_run_folder(run_dir)
         return 0
 
     from rich.table import Table
@@ -389,16 +393,14 @@ def cmd_closed_loop(args) -> int:
     with _progress() as progress:
         run_dir = run_closed_loop_study(plan, out_dir=args.out, progress=_Bars(progress))
     _print_tables(load_run_result(run_dir))
-    _out().print(f"[bold green]run folder[/] {run_dir}")
-    _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
+    _print_run_folder(run_dir)
     return 0
 
 
 def cmd_rl_demo(args) -> int:
-    # the extra and the numbers are checked before anything is simulated
-    from robotid_sim.envs.demo import require_sb3, run_rl_demo
+    # the numbers here (named by their flags), the extra by run_rl_demo, before anything is simulated
+    from robotid_sim.envs.demo import run_rl_demo
 
-    require_sb3()
     for value, flag in ((args.timesteps, "--timesteps"), (args.envs, "--envs"), (args.episodes, "--episodes")):
         if value < 1:
             raise ConfigError(f"{flag} must be a whole number >= 1, got {value}")
@@ -425,8 +427,7 @@ def cmd_rl_demo(args) -> int:
         )
     _out().print(table)
     _out().print(f"sim-to-sim gap (truth / identified, median final error): {metrics['gap']:.3f}x")
-    _out().print(f"[bold green]run folder[/] {run_dir}")
-    _out().print(f"  report: {run_dir / 'report.html'}  |  {run_dir / 'report.md'}")
+    _print_run_folder(run_dir)
     return 0
 
 

@@ -79,16 +79,15 @@ class DemoResult:
         return s["pybullet"]["median_final_error"] / max(s["identified"]["median_final_error"], 1e-12)
 
 
-def require_sb3():
-    """Import Stable-Baselines3, or a :class:`ConfigError` saying how to install it."""
+def require_sb3() -> None:
+    """Refuse with a :class:`ConfigError` saying how to install Stable-Baselines3 when it is missing."""
     try:
-        import stable_baselines3
+        import stable_baselines3  # noqa: F401 - only whether it imports
     except ImportError as exc:
         raise ConfigError(
             "the RL demo needs Stable-Baselines3, an optional extra: pip install 'robotid-sim[rl]' "
             "(or pip install stable-baselines3)"
         ) from exc
-    return stable_baselines3
 
 
 def demo_torque_limit(robot) -> list[float]:

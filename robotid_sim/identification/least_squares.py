@@ -248,7 +248,6 @@ class JointWeightedLeastSquares:
         self.source = source
         self.row_cell = np.asarray(source.row_cell, dtype=np.intp)
         self.n_cells = int(source.n_cells)
-        self.rows_per_cell = np.bincount(self.row_cell, minlength=self.n_cells)
         parts = max(1, int(source.parts))
         if parts == 1:
             sums = [self._accumulate(0, 1)]
