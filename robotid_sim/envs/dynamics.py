@@ -1,9 +1,10 @@
 """Stepping identified models in the envs: the integrator, and parameters drawn from a model's covariance.
 
-**Integrator.** :func:`semi_implicit_euler` is the scheme PyBullet's multibody world uses at
-each ``stepSimulation`` (velocity first, then position with the new velocity), so an identified
-env stepped at PyBullet's time step with the true parameters follows PyBullet's trajectory to
-rounding. Batched over copies: one forward-dynamics call per physics substep for all of them.
+**Integrator.** :func:`~robotid_sim.dynamics.forward.semi_implicit_euler` is the scheme PyBullet's
+multibody world uses at each ``stepSimulation`` (velocity first, then position with the new
+velocity), so an identified env stepped at PyBullet's time step with the true parameters follows
+PyBullet's trajectory to rounding. Batched over copies: one forward-dynamics call per physics
+substep for all of them.
 
 **Parameter draws** (``parameter_draws="covariance"``): at every reset the identified
 parameters are drawn from N(θ̂, s²·Σ), Σ the model's covariance and s the
@@ -19,68 +20,10 @@ per-sample CRBA + RNEA + LU of :mod:`robotid_sim.dynamics._crba_kernels` in one 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from robotid_sim.dynamics import crba
 from robotid_sim.errors import ConfigError, DataError
-
-ForwardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-
-
-def robust_forward(forward: ForwardFn, q: np.ndarray, qd: np.ndarray, tau: np.ndarray):
-    """``(qdd, ok)``: ``forward(q, qd, tau)`` (B, n), and ok (B,) False for the copies where it fails.
-
-    One batched call; only if it raises (a singular mass matrix of an inconsistent identified
-    model) are the copies called one by one to find which fail (their qdd is 0).
-    """
-    try:
-        return forward(q, qd, tau), np.ones(q.shape[0], bool)
-    except (DataError, np.linalg.LinAlgError):
-        qdd, ok = np.zeros_like(q), np.ones(q.shape[0], bool)
-        for i in range(q.shape[0]):
-            try:
-                qdd[i] = forward(q[i : i + 1], qd[i : i + 1], tau[i : i + 1])[0]
-            except (DataError, np.linalg.LinAlgError):
-                ok[i] = False
-        return qdd, ok
-
-
-def semi_implicit_euler(
-    forward: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
-    q: np.ndarray,
-    qd: np.ndarray,
-    tau: np.ndarray,
-    h: float,
-    substeps: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``substeps`` steps of qd ← qd + h·qdd(q, qd, tau), q ← q + h·qd, for B copies at once.
-
-    Args:
-        forward: ``(q, qd, tau) -> (qdd, ok)``, batched (B, n) (see :func:`robust_forward`).
-        q, qd: (B, n) state at the start; not modified.
-        tau: (B, n) motor torque, held over the substeps.
-        h: physics step (s).
-        substeps: number of steps.
-
-    Returns:
-        ``(q, qd, ok)``: the new state (B, n) and ok (B,) False for copies whose dynamics failed
-        or whose state stopped being finite; those keep their starting state (the env terminates them).
-    """
-    q0, qd0 = q, qd
-    q, qd = q.copy(), qd.copy()
-    ok = np.ones(q.shape[0], bool)
-    with np.errstate(over="ignore", invalid="ignore"):  # divergence is detected, not warned about
-        for _ in range(substeps):
-            qdd, fine = forward(q, qd, tau)
-            qd = qd + h * qdd
-            q = q + h * qd
-            fine &= np.isfinite(q).all(axis=-1) & np.isfinite(qd).all(axis=-1)
-            if not fine.all():
-                ok &= fine
-                q[~ok], qd[~ok] = q0[~ok], qd0[~ok]  # frozen: keep feeding finite states
-    return q, qd, ok
 
 
 class CovarianceDraws:

@@ -25,8 +25,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from robotid_sim.dynamics.forward import robust_forward, semi_implicit_euler
 from robotid_sim.envs.base import ArmEnv
-from robotid_sim.envs.dynamics import CopyParameters, CovarianceDraws, robust_forward, semi_implicit_euler
+from robotid_sim.envs.dynamics import CopyParameters, CovarianceDraws
 from robotid_sim.envs.render import KinematicRenderer
 from robotid_sim.envs.spec import CONTROL_DT, ArmEnvOptions, ArmSpec, arm_spec, validated_options
 from robotid_sim.errors import ConfigError

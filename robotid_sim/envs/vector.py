@@ -36,9 +36,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from pydantic import Field
 
+from robotid_sim.dynamics.forward import robust_forward, semi_implicit_euler
 from robotid_sim.envs import DEFAULT_MAX_EPISODE_STEPS
 from robotid_sim.envs.base import episode_generators, joint_error, observe, render_fps
-from robotid_sim.envs.dynamics import CopyParameters, robust_forward, semi_implicit_euler
+from robotid_sim.envs.dynamics import CopyParameters
 from robotid_sim.envs.identified import IdentifiedArm, IdentifiedArmOptions
 from robotid_sim.envs.render import KinematicRenderer
 from robotid_sim.envs.spec import CONTROL_DT, validated_options

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from robotid_sim.errors import DataError
+from robotid_sim.dynamics.forward import robust_forward, semi_implicit_euler
 
 ForwardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -30,19 +30,15 @@ def rollout(
     K, n = tau.shape
     q, qd = np.array(q0, float)[None], np.array(qd0, float)[None]
     out_q, out_qd = np.full((K, n), np.nan), np.full((K, n), np.nan)
-    h = dt / substeps
-    with np.errstate(over="ignore", invalid="ignore"):  # divergence is detected, not warned about
-        for k in range(K):
-            out_q[k], out_qd[k] = q[0], qd[0]
-            for _ in range(substeps):
-                try:
-                    qdd = forward(q, qd, tau[k][None])
-                except DataError:  # singular identified mass matrix
-                    return out_q, out_qd
-                qd = qd + h * qdd
-                q = q + h * qd
-                if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-                    return out_q, out_qd  # diverged: the rest stays NaN
+
+    def checked(q, qd, tau):  # a singular identified mass matrix stops the rollout like a divergence
+        return robust_forward(forward, q, qd, tau)
+
+    for k in range(K):
+        out_q[k], out_qd[k] = q[0], qd[0]
+        q, qd, ok = semi_implicit_euler(checked, q, qd, tau[k][None], dt / substeps, substeps)
+        if not ok[0]:
+            return out_q, out_qd  # diverged: the rest stays NaN
     return out_q, out_qd
 
 
