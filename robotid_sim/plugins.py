@@ -83,6 +83,9 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "robotid_sim_plugins.ols",
     "robotid_sim_plugins.wls",
     "robotid_sim_plugins.irls",
+    "robotid_sim_plugins.adaline",
+    "robotid_sim_plugins.hopfield",
+    "robotid_sim_plugins.ekf",
 )
 #: package holding the built-in plugin modules
 BUILTIN_PACKAGE = "robotid_sim_plugins"

@@ -56,12 +56,15 @@ class History:
         values: (K, m) the parameter vector at each step.
         names: the m parameter names.
         unit: ``"s"`` or ``"iteration"``, what ``t`` counts.
+        std: (K, m) standard deviation of each parameter at each step where the method tracks one (the
+            EKF's parameter covariance), else None.
     """
 
     t: np.ndarray
     values: np.ndarray
     names: list[str]
     unit: str = "iteration"
+    std: np.ndarray | None = None
 
     def __post_init__(self):
         t = np.asarray(self.t, float)
@@ -72,6 +75,11 @@ class History:
             )
         object.__setattr__(self, "t", t)
         object.__setattr__(self, "values", values)
+        if self.std is not None:
+            std = np.asarray(self.std, float)
+            if std.shape != values.shape:
+                raise ModelError(f"history: std must have the shape of values {values.shape}, got {std.shape}")
+            object.__setattr__(self, "std", std)
 
 
 class IdentifiedModel(ABC):
@@ -173,6 +181,8 @@ class IdentifiedModel(ABC):
             head["history"] = {"names": list(self.history.names), "unit": self.history.unit}
             arrays["history_t"] = self.history.t
             arrays["history_values"] = self.history.values
+            if self.history.std is not None:
+                arrays["history_std"] = self.history.std
         return {**head, **jsonable(data)}, arrays
 
     @classmethod
@@ -211,7 +221,8 @@ class IdentifiedModel(ABC):
             unit = state_field(hist, "unit", str, "a string", default="iteration", where="history")
             t = state_array(arrays, "history_t", ndim=1)
             values = state_array(arrays, "history_values", shape=(t.shape[0], len(names)))
-            history = History(t, values, list(names), unit)
+            std = state_array(arrays, "history_std", shape=values.shape) if "history_std" in arrays else None
+            history = History(t, values, list(names), unit, std)
         model._init_common(joint_names, estimator, options, diagnostics, history)
         return model
 

@@ -1,0 +1,92 @@
+"""What the online estimators (seed 004: Adaline, Hopfield network, EKF) share.
+
+They consume the samples in time order, as a controller would receive them, and keep how the
+parameters evolved (:class:`~robotid_sim.identification.History`, time in seconds of the
+stream). The delta rule and the Hopfield network replay the stream for several epochs; the
+history then runs on, epoch after epoch, in stream time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from robotid_sim.errors import IdentificationError
+from robotid_sim.identification.model import History
+
+#: at most this many parameter vectors are kept in a history (the stream is decimated to fit)
+MAX_HISTORY = 4000
+
+
+@dataclass(frozen=True)
+class Stream:
+    """The problem's samples in time order, as the delta rule and the Hopfield network read them.
+
+    Attributes:
+        Y: (N, n, b) base-regressor rows of each sample; rows the velocity dead-band left out are zero.
+        tau: (N, n) measured torque, zero on those rows too (a zero row adds nothing to a gradient).
+        t: (N,) sample times.
+        dt: the sample interval.
+        scale: (b,) RMS of each base-regressor column over a sample's rows (1 for a column that is all zero).
+    """
+
+    Y: np.ndarray
+    tau: np.ndarray
+    t: np.ndarray
+    dt: float
+    scale: np.ndarray
+
+
+def problem_stream(problem) -> Stream:
+    """The :class:`Stream` of an identification problem (its rows in use, in time order)."""
+    Y = problem.base_regressor(stacked=False)
+    tau = np.array(problem.dataset.tau, dtype=float)
+    weights = problem.row_weights().reshape(tau.shape)
+    if not weights.all():
+        tau = tau * weights
+    t = np.asarray(problem.dataset.t, float)
+    scale = np.sqrt(np.mean(np.einsum("kji,kji->ki", Y, Y), axis=0))
+    scale = np.where(scale > 0, scale, 1.0)
+    return Stream(np.ascontiguousarray(Y), np.ascontiguousarray(tau), t, float(problem.dataset.dt), scale)
+
+
+def epoch_steps(mu: float, epochs: int, decay_epochs: float | None) -> np.ndarray:
+    """Step size of each epoch: μ / (1 + e / decay_epochs), constant μ without a decay.
+
+    A step that decays like 1/e lets the replayed delta rule settle on the least-squares solution
+    of noisy data instead of jittering around it (stochastic approximation).
+    """
+    e = np.arange(epochs, dtype=float)
+    return np.full(epochs, float(mu)) if decay_epochs is None else mu / (1.0 + e / float(decay_epochs))
+
+
+def history_stride(samples: int, epochs: int) -> int:
+    """Record every how many samples so that at most :data:`MAX_HISTORY` vectors are kept."""
+    return max(1, -(-samples * epochs // MAX_HISTORY))
+
+
+def stream_history(problem, values: np.ndarray, at: np.ndarray, t: np.ndarray, dt: float, std=None) -> History:
+    """A :class:`History` in stream time: record ``at[k]`` (sample index counted over the epochs,
+    ``t`` the (N,) sample times) is at ``epoch · (t[-1] - t[0] + dt) + t[sample] - t[0]``."""
+    N = t.shape[0]
+    epoch, sample = np.divmod(np.asarray(at), N)
+    when = epoch * float(t[-1] - t[0] + dt) + t[sample] - t[0]
+    return History(when, values, list(problem.base_parameter_names), unit="s", std=std)
+
+
+def noise_std(x: np.ndarray) -> np.ndarray:
+    """Per-column white-noise standard deviation of a smooth signal sampled finely (N, n) -> (n,).
+
+    The third difference of white noise of variance σ² has variance 20 σ² while that of a smooth
+    signal is O(dt³); the median absolute deviation makes the estimate robust to outliers and
+    to the few samples where the motion itself changes abruptly: σ = 1.4826 · MAD(Δ³x) / √20.
+    """
+    x = np.asarray(x, float)
+    if x.shape[0] < 8:
+        raise IdentificationError(
+            f"estimating the measurement noise needs at least 8 samples, got {x.shape[0]}; record a longer run"
+        )
+    d3 = np.diff(x, 3, axis=0)
+    mad = np.median(np.abs(d3 - np.median(d3, axis=0)), axis=0)
+    return 1.4826 * mad / np.sqrt(20.0)
