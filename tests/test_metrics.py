@@ -213,3 +213,36 @@ def test_sensitivity_needs_one_name_per_value():
 def test_sensitivity_needs_a_finite_nominal_trajectory():
     with pytest.raises(DataError, match="nominal trajectory"):
         M.sensitivity(lambda v: np.full((3, 2), np.nan), [1.0, 2.0], ["a", "b"])
+
+
+def test_sensitivity_at_factor_one_is_zero_without_a_simulation():
+    calls = []
+
+    def simulate(values):
+        calls.append(np.array(values))
+        return linear_trajectory(values)
+
+    table = M.sensitivity(simulate, [2.0, 4.0], ["m1", "m2"], factors=(0.5, 1.0, 1.5))
+    assert len(calls) == 1 + 2 * 2  # the nominal, then each parameter at 0.5 and 1.5
+    assert np.array_equal(table.rms_total[:, 1], [0.0, 0.0])
+    assert np.all(table.rms_total[:, [0, 2]] > 0)
+
+
+def test_sensitivity_of_a_huge_but_finite_trajectory_is_inf_without_an_overflow_warning():
+    import warnings
+
+    def simulate(values):
+        return linear_trajectory(values) * (1e200 if values[0] > 2.5 else 1.0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = M.sensitivity(simulate, [2.0, 4.0], ["m1", "m2"])
+    assert np.isinf(table.rms_total[0, 1]) and np.isfinite(table.rms_total[0, 0])
+
+
+def test_agreement_index_is_nan_where_its_sums_overflow():
+    o = np.array([[0.0, 0.0], [1.0, 1.0]])
+    p = np.array([[0.0, 0.0], [1.0, 1e160]])
+    with np.errstate(over="ignore"):
+        ai = M.agreement_index(o, p)
+    assert ai[0] == 1.0 and np.isnan(ai[1])

@@ -112,6 +112,7 @@ def test_write_report_draws_every_applicable_figure_as_a_png(written):
         "parameter_errors",
         "friction_curves",
         f"convergence/{ODD_NAME}",
+        f"convergence_values/{ODD_NAME}",
     }
     for path in pngs.values():
         assert path.parent.name == "plots"
@@ -150,7 +151,7 @@ def test_markdown_images_are_relative_paths_that_exist(written):
     run_dir = written["markdown"].parent
     paths = re.findall(r"\]\(<([^>]+)>\)", text)
     images = [p for p in paths if p.endswith(".png")]
-    assert len(images) == 5
+    assert len(images) == 6
     assert all((run_dir / p).is_file() for p in images)
 
 
@@ -250,7 +251,7 @@ def test_figure_file_names_from_estimator_names_stay_in_plots_and_are_distinct(s
     plots = tmp_path / "run" / "plots"
     plan = _plan(dataclasses.replace(study, outcomes=outcomes), plots)
     per_estimator = [path for key, path, _ in plan if "/" in key]
-    assert len(per_estimator) == 2 * len(names)  # a convergence and a sparsity figure each
+    assert len(per_estimator) == 3 * len(names)  # a convergence, a values and a sparsity figure each
     for path in per_estimator:
         assert path.parent == plots
         assert safe_name(path.name, "figure") == path.name

@@ -136,7 +136,8 @@ def agreement_index(o, p) -> np.ndarray:
     observed signal of joint j. (The extracted seed writes p' = p − p_m; SPEC §9 and Willmott
     (1981) centre both series on the observed mean, which is what is used here.)
 
-    A joint where the denominator is 0 (observed constant and predicted equal to it) has AI 1.
+    A joint where the denominator is 0 (observed constant and predicted equal to it) has AI 1; one
+    where a sum overflows (signals beyond about 1e150, a diverged simulation) has AI NaN.
 
     Args:
         o: observed signal (N, n).
@@ -150,8 +151,10 @@ def agreement_index(o, p) -> np.ndarray:
     residual = np.sum((o - p) ** 2, axis=0)
     potential = np.sum((np.abs(p - o_mean) + np.abs(o - o_mean)) ** 2, axis=0)
     out = np.ones(o.shape[1])
-    nonzero = potential > 0
+    finite = np.isfinite(residual) & np.isfinite(potential)
+    nonzero = finite & (potential > 0)
     out[nonzero] = 1.0 - residual[nonzero] / potential[nonzero]
+    out[~finite] = np.nan
     return out
 
 
@@ -303,7 +306,7 @@ class SensitivityTable:
         values: (P,) their nominal values.
         factors: (F,) the scale factors applied (0.5, 1.5 for ±50 %).
         rms: (P, F, n) trajectory RMS per joint against the nominal trajectory; inf where the
-            scaled model's trajectory diverged (NaN/inf).
+            scaled model's trajectory diverged (NaN/inf, or too large to square).
         rms_total: (P, F) RMS over all joints and samples; inf where it diverged.
     """
 
@@ -327,7 +330,8 @@ def sensitivity(
     For each parameter i and factor f, parameter i alone is scaled by f, the trajectory is
     simulated, and its RMS against the nominal trajectory is recorded:
     RMS_ij = sqrt(mean_k (q_k(values with λ_i·f) − q_k(values))²) per joint. A parameter whose
-    nominal value is 0 stays 0 and shows RMS 0.
+    nominal value is 0 stays 0 and shows RMS 0; a factor of 1 is the nominal trajectory itself, RMS 0
+    without a simulation. ``simulate_fn`` runs once per parameter and other factor, plus once nominal.
 
     Args:
         simulate_fn: ``simulate_fn(values) -> q`` (N, n), the joint trajectory of the model with
@@ -351,9 +355,11 @@ def sensitivity(
     if not factors or not np.all(np.isfinite(factors)):
         raise DataError(f"factors must be a non-empty list of finite numbers, got {factors}")
     nominal = _signals("nominal trajectory simulate_fn(values)", simulate_fn(values.copy()))
-    rms = np.empty((len(names), len(factors), nominal.shape[1]))
+    rms = np.zeros((len(names), len(factors), nominal.shape[1]))
     for i in range(len(names)):
         for j, factor in enumerate(factors):
+            if factor == 1.0:
+                continue  # the nominal trajectory: RMS 0
             scaled = values.copy()
             scaled[i] *= factor
             q = np.asarray(simulate_fn(scaled), dtype=float)
@@ -363,10 +369,9 @@ def sensitivity(
                     f"simulate_fn returned shape {q.shape} with '{names[i]}' × {factor}, but "
                     f"{nominal.shape} for the nominal values; it must always return (N, n)"
                 )
-            if np.all(np.isfinite(q)):
-                rms[i, j] = np.sqrt(np.mean((q - nominal) ** 2, axis=0))
-            else:
-                rms[i, j] = np.inf
+            with np.errstate(over="ignore", invalid="ignore"):  # NaN, or so far off that the square overflows
+                deviation = np.sqrt(np.mean((q - nominal) ** 2, axis=0))
+            rms[i, j] = np.where(np.isfinite(deviation), deviation, np.inf)
     with np.errstate(invalid="ignore"):
         rms_total = np.sqrt(np.mean(rms**2, axis=2))
     return SensitivityTable(parameter_names=names, values=values, factors=factors, rms=rms, rms_total=rms_total)

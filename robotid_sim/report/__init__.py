@@ -16,18 +16,21 @@ from pathlib import Path
 
 from robotid_sim.report.markdown import render_html, render_markdown
 from robotid_sim.report.plots import (
+    MAX_VALUE_PANELS,
     plot_friction_curves,
     plot_parameter_convergence,
     plot_parameter_errors,
+    plot_parameter_values,
+    plot_sensitivity,
     plot_sparsity,
     plot_torque_comparison,
     plot_torque_errors,
     plot_tracking_errors,
 )
-from robotid_sim.report.result import ClosedLoopOutcome, EstimatorOutcome, StudyResult
+from robotid_sim.report.result import ClosedLoopOutcome, EstimatorOutcome, SensitivityOutcome, StudyResult
 from robotid_sim.safety import safe_name
 
-__all__ = ["ClosedLoopOutcome", "EstimatorOutcome", "StudyResult", "write_report"]
+__all__ = ["ClosedLoopOutcome", "EstimatorOutcome", "SensitivityOutcome", "StudyResult", "write_report"]
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,8 @@ log = logging.getLogger(__name__)
 SPARSITY_THRESHOLD_KEY = "sparsity_threshold"
 
 
-#: longest estimator part of a figure's file name (``convergence_<slug>_<k>.png`` stays a safe name)
+#: longest estimator part of a figure's file name (``convergence_<slug>_<k>.png``, ``values_<slug>_<k>.png``
+#: and ``sparsity_<slug>_<k>.png`` stay safe names)
 _SLUG_LENGTH = 40
 
 
@@ -66,6 +70,15 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
         plan.append(("tracking_errors", plots_dir / "tracking_errors.png", lambda p: plot_tracking_errors(result, p)))
     if result.friction_curves and "qd" in result.friction_curves:
         plan.append(("friction_curves", plots_dir / "friction_curves.png", lambda p: plot_friction_curves(result, p)))
+    if result.sensitivity is not None:
+        plan.append(
+            (
+                "sensitivity",
+                plots_dir / "sensitivity.png",
+                lambda p: plot_sensitivity(result.sensitivity, p, result.parameter_labels),
+            )
+        )
+    labels = result.parameter_labels
     used: set[str] = set()
     for outcome in result.outcomes:
         # distinct without case, so that no two figures share a file on a case-insensitive file system
@@ -80,9 +93,17 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
                 (
                     f"convergence/{outcome.name}",
                     _figure_path(plots_dir, "convergence", slug),
-                    lambda p, o=outcome: plot_parameter_convergence(o, p),
+                    lambda p, o=outcome: plot_parameter_convergence(o, p, labels=labels),
                 )
             )
+            if len(outcome.parameter_names) <= MAX_VALUE_PANELS:
+                plan.append(
+                    (
+                        f"convergence_values/{outcome.name}",
+                        _figure_path(plots_dir, "values", slug),
+                        lambda p, o=outcome: plot_parameter_values(o, p, labels=labels),
+                    )
+                )
         threshold = outcome.metrics.get(SPARSITY_THRESHOLD_KEY)
         if isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0:
             plan.append(
@@ -101,9 +122,12 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     Figures go to ``run_dir/plots/``: torque comparison and per-joint torque RMS (when an estimator ran),
     relative base-parameter errors (when true values are known), the closed-loop tracking errors (when
     ``result.closed_loop`` holds time series), friction curves (when
-    ``result.friction_curves`` is set), one convergence plot per estimator with a history, and one
-    sparsity plot per estimator whose metrics carry a positive ``"sparsity_threshold"``. A figure that
-    fails is logged, left out, and named in the report's notes; the report is still written.
+    ``result.friction_curves`` is set), the trajectory RMS against each parameter's scale factor (when
+    ``result.sensitivity`` is set, seed 004 Fig. 8), per estimator with a history one convergence plot (with a
+    ±2σ band where it has ``history_std``) and, for at most 12 parameters, one plot of the values against time
+    with the truth dashed (seed 004 Fig. 5–6), and one sparsity plot per estimator whose metrics carry a
+    positive ``"sparsity_threshold"``. A figure that fails is logged, left out, and named in the report's
+    notes; the report is still written.
 
     Args:
         run_dir: the run folder (created if missing).
@@ -112,8 +136,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     Returns:
         ``{"markdown": report.md, "html": report.html, <figure key>: PNG path, ...}``; figure keys are
         ``"torque_comparison"``, ``"torque_errors"``, ``"parameter_errors"``, ``"tracking_errors"``,
-        ``"friction_curves"``,
-        ``"convergence/<estimator>"`` and ``"sparsity/<estimator>"``.
+        ``"friction_curves"``, ``"sensitivity"``, ``"convergence/<estimator>"``,
+        ``"convergence_values/<estimator>"`` and ``"sparsity/<estimator>"``.
 
     Raises:
         FileExistsError: if any file the report would write already exists; nothing is written then.

@@ -1,9 +1,11 @@
 """The study report as Markdown and as one self-contained HTML page (SPEC §13).
 
 Both show, in this order: title, info key/values, the comparison table, notes, the per-joint torque RMS,
-the closed-loop tracking errors, the identified models, the figures, the base-parameter table and the
-scenario. A closed-loop comparison on its own (no estimator) has no comparison table. The HTML page has inline
-CSS only (no scripts, no external assets) and refers to the figures by their relative paths.
+the validation trajectory's RMS, RSD and agreement index per joint (seed 004 Table 5), the closed-loop
+tracking errors, the identified models, the figures, the base-parameter table (seed 004 Table 4) with the
+relative error of each estimate, the ±50 % sensitivity table (seed 004 Table 6) and the scenario. A
+closed-loop comparison on its own (no estimator) has no comparison table. The HTML page has inline CSS only
+(no scripts, no external assets) and refers to the figures by their relative paths.
 """
 
 from __future__ import annotations
@@ -13,9 +15,20 @@ import json
 from collections.abc import Mapping, Sequence
 
 from robotid_sim.report.result import StudyResult
-from robotid_sim.report.tables import Cell, base_parameter_rows, closed_loop_rows, comparison_rows, per_joint_rows
+from robotid_sim.report.tables import (
+    NEAR_ZERO,
+    NEAR_ZERO_MARK,
+    Cell,
+    base_parameter_rows,
+    closed_loop_rows,
+    comparison_rows,
+    per_joint_rows,
+    relative_error_rows,
+    sensitivity_rows,
+    trajectory_rows,
+)
 
-#: Base-parameter tables longer than this are folded into a <details> element in HTML.
+#: Parameter tables longer than this are folded into a <details> element in HTML.
 COLLAPSE_ROWS = 40
 
 _CAPTIONS = {
@@ -24,10 +37,38 @@ _CAPTIONS = {
     "parameter_errors": "Relative error per base parameter",
     "friction_curves": "Friction torque against joint velocity",
     "tracking_errors": "Closed-loop tracking error per joint",
+    "sensitivity": "Trajectory RMS against each parameter's scale factor (seed 004 Fig. 8)",
 }
 #: under the closed-loop table, in both renderers
 _CLOSED_LOOP_HINT = "η = mean |q_ref − q| per joint over the run (seed 000 Fig. 15); lowest value per column"
-_PREFIX_CAPTIONS = {"convergence/": "Parameter convergence: ", "sparsity/": "Coefficient sparsity: "}
+_PREFIX_CAPTIONS = {
+    "convergence/": "Parameter convergence: ",
+    "convergence_values/": "Parameter estimates against time (seed 004 Fig. 5–6): ",
+    "sparsity/": "Coefficient sparsity: ",
+}
+#: under the validation-trajectory table, in both renderers
+_TRAJECTORY_HINT = (
+    "Joint positions of each model's open-loop simulation under the validation torque against the true robot's "
+    "(measured ones for recorded data): RMS (rad or m), RSD and Willmott agreement index AI (seed 004 Eq. 45–47); "
+    "a diverged simulation shows RMS and RSD inf, AI 0. Best value per row (lowest RMS and RSD, highest AI)"
+)
+#: under the relative-error table, in both renderers
+_RELATIVE_ERROR_HINT = (
+    f"100 · |estimate − true| / |true|; {NEAR_ZERO_MARK}: true value ≈ 0, error relative to {NEAR_ZERO:g}·max|true| "
+    "instead. Lowest value per parameter"
+)
+
+
+def _sensitivity_hint(result: StudyResult) -> str:
+    """The line under the sensitivity table: what was varied, over what, and the ranking."""
+    sensitivity = result.sensitivity
+    table = sensitivity.table
+    factors = ", ".join(f"{f:g}" for f in table.factors)
+    return (
+        f"Each identified parameter of '{sensitivity.estimator}' scaled alone by {factors}; RMS over all joints of "
+        f"the open-loop trajectory ({sensitivity.horizon_s:g} s of the validation torque) against the nominal "
+        f"model's. Ranking, most sensitive first: {', '.join(table.ranking())}."
+    )
 
 
 def image_caption(key: str) -> str:
@@ -69,10 +110,15 @@ def _md_code(text: str) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], code_columns: Sequence[int] = ()) -> list[str]:
+def _md_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    code_columns: Sequence[int] = (),
+    text_columns: Sequence[int] = (0,),
+) -> list[str]:
     lines = [
         "| " + " | ".join(_md_escape(h) for h in headers) + " |",
-        "|" + "|".join([":---"] + ["---:"] * (len(headers) - 1)) + "|",
+        "|" + "|".join(":---" if k in text_columns else "---:" for k in range(len(headers))) + "|",
     ]
     for row in rows:
         cells = []
@@ -118,6 +164,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += _md_table(headers, rows)
         out += ["", "Lowest value per joint in **bold**.", ""]
 
+    headers, rows = trajectory_rows(result)
+    if rows:
+        out += ["## Validation trajectory (seed 004 Table 5)", ""]
+        out += _md_table(headers, rows, text_columns=(0, 1))
+        out += ["", f"{_md_escape(_TRAJECTORY_HINT)} in **bold**.", ""]
+
     if result.closed_loop:
         headers, rows = closed_loop_rows(result)
         out += ["## Closed loop", ""]
@@ -136,11 +188,23 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
             caption = _md_escape(image_caption(key))
             out += [f"### {caption}", "", f"![{caption}](<{path}>)", ""]
 
+    names = (0, 1) if result.parameter_labels else (0,)
     headers, rows = base_parameter_rows(result)
     if rows:
         out += ["## Base parameters", ""]
-        out += _md_table(headers, rows, code_columns=(1,))
+        out += _md_table(headers, rows, code_columns=(headers.index("expression"),), text_columns=names)
         out.append("")
+        headers, rows = relative_error_rows(result)
+        if rows:
+            out += ["### Relative error per base parameter", ""]
+            out += _md_table(headers, rows, text_columns=names)
+            out += ["", f"{_md_escape(_RELATIVE_ERROR_HINT)} in **bold**.", ""]
+
+    headers, rows = sensitivity_rows(result)
+    if rows:
+        out += ["## Sensitivity (seed 004 Table 6)", ""]
+        out += _md_table(headers, rows, text_columns=names)
+        out += ["", _md_escape(_sensitivity_hint(result)), ""]
 
     scenario = _scenario_text(result)
     if scenario:
@@ -203,6 +267,13 @@ def _html_table(
     return out
 
 
+def _folded(table: list[str], count: int, what: str) -> list[str]:
+    """An HTML table folded into a <details> element when it has more than :data:`COLLAPSE_ROWS` rows."""
+    if count <= COLLAPSE_ROWS:
+        return table
+    return [f"<details><summary>{count} {_esc(what)} (click to expand)</summary>", *table, "</details>"]
+
+
 def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
     """The report as one self-contained HTML page: inline CSS, no scripts, figures by relative path.
 
@@ -253,6 +324,12 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         out += _html_table(headers, rows)
         out.append('<p class="hint">Lowest value per joint highlighted.</p>')
 
+    headers, rows = trajectory_rows(result)
+    if rows:
+        out.append("<h2>Validation trajectory (seed 004 Table 5)</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 1))
+        out.append(f'<p class="hint">{_esc(_TRAJECTORY_HINT)} highlighted.</p>')
+
     if result.closed_loop:
         out.append("<h2>Closed loop</h2>")
         headers, rows = closed_loop_rows(result)
@@ -277,16 +354,26 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
                 f"<figcaption>{caption}</figcaption></figure>"
             )
 
+    names = (0, 1) if result.parameter_labels else (0,)
     headers, rows = base_parameter_rows(result)
     if rows:
         out.append("<h2>Base parameters</h2>")
-        table = _html_table(headers, rows, text_columns=(0,), code_columns=(1,))
-        if len(rows) > COLLAPSE_ROWS:
-            out.append(f"<details><summary>{len(rows)} base parameters (click to expand)</summary>")
-            out += table
-            out.append("</details>")
-        else:
-            out += table
+        out += _folded(
+            _html_table(headers, rows, text_columns=names, code_columns=(headers.index("expression"),)),
+            len(rows),
+            "base parameters",
+        )
+        headers, rows = relative_error_rows(result)
+        if rows:
+            out.append("<h3>Relative error per base parameter</h3>")
+            out += _folded(_html_table(headers, rows, text_columns=names), len(rows), "relative errors")
+            out.append(f'<p class="hint">{_esc(_RELATIVE_ERROR_HINT)} highlighted.</p>')
+
+    headers, rows = sensitivity_rows(result)
+    if rows:
+        out.append("<h2>Sensitivity (seed 004 Table 6)</h2>")
+        out += _folded(_html_table(headers, rows, text_columns=names), len(rows), "parameters")
+        out.append(f'<p class="hint">{_esc(_sensitivity_hint(result))}</p>')
 
     scenario = _scenario_text(result)
     if scenario:

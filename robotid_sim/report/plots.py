@@ -1,5 +1,5 @@
-"""PNG figures for the report (SPEC §13): torque fits, errors, parameter convergence, friction, sparsity,
-closed-loop tracking errors.
+"""PNG figures for the report (SPEC §13): torque fits, errors, parameter convergence and values, friction,
+sparsity, closed-loop tracking errors, parameter sensitivity.
 
 Every function takes plain data and a path, writes one PNG and returns the path. Figures are built with
 :class:`matplotlib.figure.Figure` directly, never through ``pyplot``, so nothing touches matplotlib's
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robotid_sim.report.result import EstimatorOutcome, StudyResult
-from robotid_sim.report.tables import per_joint_rms
+from robotid_sim.report.result import EstimatorOutcome, SensitivityOutcome, StudyResult
+from robotid_sim.report.tables import NEAR_ZERO, parameter_scale, per_joint_rms, relative_parameter_errors
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -219,45 +219,6 @@ def plot_tracking_errors(result: StudyResult, path: str | Path, max_points: int 
     return _save(fig, path)
 
 
-#: Parameters whose reference value is below this fraction of the largest one count as (numerically) zero.
-NEAR_ZERO = 1e-3
-
-
-def parameter_scale(reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Signed denominators for relative errors, guarded for parameters that are (numerically) zero.
-
-    Base parameters such as a first moment about a symmetry axis are exactly zero; an error relative to
-    them is undefined. Those get ``ε = NEAR_ZERO · max|θ|`` instead.
-
-    Args:
-        reference: (b,) reference values θ (true or final).
-
-    Returns:
-        ``(denominator, near_zero)``: (b,) θᵢ, or ε where ``|θᵢ| < ε``; (b,) bool mask of the latter.
-    """
-    reference = np.asarray(reference, dtype=float).ravel()
-    scale = float(np.max(np.abs(reference))) if reference.size else 0.0
-    floor = max(NEAR_ZERO * scale, 1e-300)
-    near_zero = np.abs(reference) < floor
-    return np.where(near_zero, floor, reference), near_zero
-
-
-def relative_parameter_errors(values: np.ndarray, true_values: np.ndarray) -> np.ndarray:
-    """Per-parameter relative error ``|θ̂ᵢ − θᵢ| / max(|θᵢ|, ε)`` with ε from :func:`parameter_scale`.
-
-    Args:
-        values: (b,) identified values.
-        true_values: (b,) true values.
-
-    Returns:
-        (b,) relative errors.
-    """
-    denominator, _ = parameter_scale(true_values)
-    return np.abs(np.asarray(values, dtype=float).ravel() - np.asarray(true_values, dtype=float).ravel()) / np.abs(
-        denominator
-    )
-
-
 def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
     """Relative error per base parameter (log scale), one marker series per estimator with true values.
 
@@ -314,19 +275,51 @@ def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def plot_parameter_convergence(outcome: EstimatorOutcome, path: str | Path, xlabel: str | None = None) -> Path:
+def _display_name(name: str, labels: Mapping[str, str] | None) -> str:
+    """``"M1 (λ1*)"`` where ``labels`` gives the parameter one, else the name."""
+    label = (labels or {}).get(name)
+    return f"{name} ({label})" if label else name
+
+
+def _history(outcome: EstimatorOutcome, xlabel: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
+    """(t (K,), history (K, b), std (K, b) or None, x-axis label) of an outcome with a parameter history."""
+    if outcome.history is None:
+        raise ValueError(f"estimator '{outcome.name}' has no parameter history to plot")
+    history = np.asarray(outcome.history, dtype=float)
+    history = history.reshape(len(history), -1)
+    std = None if outcome.history_std is None else np.asarray(outcome.history_std, dtype=float).reshape(history.shape)
+    counting = np.arange(len(history), dtype=float)
+    t = counting if outcome.history_t is None else np.asarray(outcome.history_t, dtype=float).ravel()
+    if xlabel is None:
+        xlabel = "iteration" if np.array_equal(t, counting) else "time [s]"
+    return t, history, std, xlabel
+
+
+#: half-width of the shaded band around a parameter history, in standard deviations
+BAND_SIGMAS = 2.0
+
+
+def plot_parameter_convergence(
+    outcome: EstimatorOutcome,
+    path: str | Path,
+    xlabel: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Path:
     """Parameter history of an online or iterative estimator, normalised so that every curve ends on 1.
 
     Each parameter is shown as ``θᵢ(k) / θᵢ`` with θ the true values when known, else the final identified
     values; a parameter whose reference is (numerically) zero is shown as ``1 + (θᵢ(k) − θᵢ) / ε`` with
-    ``ε = 1e-3 · max|θ|``. With true values a second panel shows the relative distance
-    ``‖θ(k) − θ‖ / ‖θ‖``.
+    ``ε = 1e-3 · max|θ|``. Where the outcome has ``history_std`` (the EKF's covariance), a shaded band of
+    ±2σ (:data:`BAND_SIGMAS`) surrounds each curve, normalised the same way. With true values a second panel
+    shows the relative distance ``‖θ(k) − θ‖ / ‖θ‖``.
 
     Args:
-        outcome: an estimator outcome with ``history`` (K, b) and optionally ``history_t`` (K,).
+        outcome: an estimator outcome with ``history`` (K, b), optionally ``history_t`` (K,) and
+            ``history_std`` (K, b).
         path: PNG to write.
         xlabel: x-axis label; default ``"time [s]"``, or ``"iteration"`` when ``history_t`` is None or
             just counts 0, 1, 2, ...
+        labels: parameter name to the label added to its legend entry (``"M1 (λ1*)"``).
 
     Returns:
         ``path``.
@@ -334,19 +327,13 @@ def plot_parameter_convergence(outcome: EstimatorOutcome, path: str | Path, xlab
     Raises:
         ValueError: if the outcome has no history.
     """
-    if outcome.history is None:
-        raise ValueError(f"estimator '{outcome.name}' has no parameter history to plot")
-    history = np.asarray(outcome.history, dtype=float)
-    history = history.reshape(len(history), -1)
-    K, b = history.shape
-    counting = np.arange(K, dtype=float)
-    t = counting if outcome.history_t is None else np.asarray(outcome.history_t, dtype=float).ravel()
-    if xlabel is None:
-        xlabel = "iteration" if np.array_equal(t, counting) else "time [s]"
+    t, history, std, xlabel = _history(outcome, xlabel)
+    b = history.shape[1]
     truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
     reference = truth if truth is not None else np.asarray(outcome.values, dtype=float).ravel()
     denominator, _ = parameter_scale(reference)
     normalised = 1.0 + (history - reference) / denominator
+    band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)
 
     fig = _figure(9.0, 6.4 if truth is not None else 4.2)
     if truth is not None:
@@ -356,9 +343,12 @@ def plot_parameter_convergence(outcome: EstimatorOutcome, path: str | Path, xlab
     cmap = _colormap("viridis")
     few = b <= 10
     for k in range(b):
-        label = outcome.parameter_names[k] if few and k < len(outcome.parameter_names) else None
+        label = _display_name(outcome.parameter_names[k], labels) if few and k < len(outcome.parameter_names) else None
         color = _palette()[k] if few else cmap(k / max(1, b - 1))
         ax.plot(t, normalised[:, k], lw=0.9 if few else 0.6, alpha=0.85 if few else 0.55, color=color, label=label)
+        if band is not None:
+            low, high = normalised[:, k] - band[:, k], normalised[:, k] + band[:, k]
+            ax.fill_between(t, low, high, color=color, alpha=0.15 if few else 0.06, lw=0)
     ax.axhline(1.0, color=_TRUTH, ls="--", lw=1.0, label="true" if truth is not None else "final")
     finite = normalised[np.isfinite(normalised)]
     if finite.size:
@@ -366,7 +356,8 @@ def plot_parameter_convergence(outcome: EstimatorOutcome, path: str | Path, xlab
         low, high = max(min(low, 0.5), -1.0), min(max(high, 1.5), 3.0)
         ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
     ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true)" if truth is not None else " (final)"))
-    ax.set_title(f"Parameter convergence: {outcome.name} ({b} parameters)", fontsize=11)
+    title = f"Parameter convergence: {outcome.name} ({b} parameters)"
+    ax.set_title(title + (f", shaded ±{BAND_SIGMAS:g}σ" if band is not None else ""), fontsize=11)
     ax.grid(alpha=0.3)
     ax.margins(x=0)
     if few:
@@ -386,6 +377,129 @@ def plot_parameter_convergence(outcome: EstimatorOutcome, path: str | Path, xlab
         ax_err.set_xlabel(xlabel)
     else:
         ax.set_xlabel(xlabel)
+    return _save(fig, path)
+
+
+#: the most parameters :func:`plot_parameter_values` draws (one axis each)
+MAX_VALUE_PANELS = 12
+
+
+def plot_parameter_values(
+    outcome: EstimatorOutcome,
+    path: str | Path,
+    xlabel: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Path:
+    """Each parameter's value against time, one axis per parameter (seed 004 Fig. 5–6).
+
+    The estimate is a solid line, the true value (when known) a dashed black line, and where the outcome has
+    ``history_std`` a shaded band of ±2σ (:data:`BAND_SIGMAS`) surrounds the estimate.
+
+    Args:
+        outcome: an estimator outcome with ``history`` (K, b), b ≤ :data:`MAX_VALUE_PANELS`, optionally
+            ``history_t`` (K,) and ``history_std`` (K, b).
+        path: PNG to write.
+        xlabel: x-axis label, as for :func:`plot_parameter_convergence`.
+        labels: parameter name to the label added to its axis title (``"M1 (λ1*)"``).
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: if the outcome has no history, or more than :data:`MAX_VALUE_PANELS` parameters.
+    """
+    t, history, std, xlabel = _history(outcome, xlabel)
+    b = history.shape[1]
+    if b > MAX_VALUE_PANELS:
+        raise ValueError(f"plot_parameter_values draws at most {MAX_VALUE_PANELS} parameters; '{outcome.name}' has {b}")
+    truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
+    max_cols = min(b, 3)
+    fig = _figure(3.4 * max_cols + 0.6, 2.1 * math.ceil(b / max_cols) + 0.9)
+    axes = _grid(fig, b, max_cols, sharex=True)
+    for k, ax in enumerate(axes):
+        name = outcome.parameter_names[k] if k < len(outcome.parameter_names) else f"θ{k + 1}"
+        ax.plot(t, history[:, k], color="C0", lw=1.1, label="estimate")
+        if std is not None:
+            ax.fill_between(
+                t,
+                history[:, k] - BAND_SIGMAS * std[:, k],
+                history[:, k] + BAND_SIGMAS * std[:, k],
+                color="C0",
+                alpha=0.2,
+                lw=0,
+                label=f"±{BAND_SIGMAS:g}σ",
+            )
+        if truth is not None:
+            ax.axhline(truth[k], color=_TRUTH, ls="--", lw=1.0, label="true")
+        finite = history[np.isfinite(history[:, k]), k]
+        if finite.size:  # the start of an online estimate can be far off: frame the bulk, the end and the truth
+            tail = finite[len(finite) // 2 :]
+            low, high = np.percentile(finite, [5, 95])
+            low, high = min(low, tail.min()), max(high, tail.max())
+            if truth is not None:
+                low, high = min(low, truth[k]), max(high, truth[k])
+            pad = 0.1 * (high - low) or 0.1 * max(abs(high), 1e-12)
+            ax.set_ylim(low - pad, high + pad)
+        ax.set_title(_display_name(name, labels), fontsize=10, loc="left")
+        ax.ticklabel_format(axis="y", useOffset=False)  # an offset label would sit on the title
+        ax.grid(alpha=0.3)
+        ax.margins(x=0)
+    _label_bottom(axes, max_cols, xlabel)
+    handles, legend = axes[0].get_legend_handles_labels()
+    fig.legend(handles, legend, loc="outside lower center", ncols=len(legend), frameon=False)
+    fig.suptitle(f"Parameter estimates: {outcome.name}", fontsize=11)
+    return _save(fig, path)
+
+
+def plot_sensitivity(
+    sensitivity: SensitivityOutcome, path: str | Path, labels: Mapping[str, str] | None = None
+) -> Path:
+    """Trajectory RMS against the scale factor of each parameter, one curve per parameter (seed 004 Fig. 8).
+
+    The RMS (over all joints) of the open-loop trajectory with one parameter scaled, against the nominal
+    model's; log scale when the values span over 100x (the RMS 0 at ×1 is then a gap). A scale at which the
+    simulation diverged leaves a gap in its curve and is named in the legend.
+
+    Args:
+        sensitivity: the study (:class:`~robotid_sim.report.result.SensitivityOutcome`).
+        path: PNG to write.
+        labels: parameter name to the label added to its legend entry (``"M1 (λ1*)"``).
+
+    Returns:
+        ``path``.
+    """
+    table = sensitivity.table
+    factors = np.asarray(table.factors, dtype=float)
+    rms = np.asarray(table.rms_total, dtype=float).reshape(len(table.parameter_names), len(factors))
+    P = rms.shape[0]
+    few = P <= 10
+    cmap = _colormap("viridis")
+    fig = _figure(9.0, 4.8)
+    ax = fig.subplots()
+    markers = "os^Dv<>px*"
+    _log_if_wide(ax, rms)
+    # on a log axis the RMS 0 at ×1 (and of a parameter that is 0) leaves a gap rather than a drop to the floor
+    floor = 0.0 if ax.get_yscale() == "log" else -np.inf
+    for i, name in enumerate(table.parameter_names):
+        label = _display_name(name, labels)
+        diverged = factors[np.isinf(rms[i])]
+        if diverged.size:
+            label += " (diverged at ×" + ", ×".join(f"{f:g}" for f in diverged) + ")"
+        color = _palette()[i] if few else cmap(i / max(1, P - 1))
+        shown = np.where(np.isfinite(rms[i]) & (rms[i] > floor), rms[i], np.nan)
+        ax.plot(factors, shown, color=color, lw=1.2, marker=markers[i % len(markers)], ms=4, label=label)
+    ax.axvline(1.0, color="0.6", lw=0.8, ls=":")
+    ax.set_xlabel("scale factor of the parameter")
+    ax.set_ylabel(f"trajectory RMS over {sensitivity.horizon_s:g} s")
+    ax.set_title(f"Sensitivity of the model of '{sensitivity.estimator}' to each parameter", fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(
+        fontsize=7.5 if few else 6,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        frameon=False,
+        ncols=1 if P <= 20 else 2,
+    )
     return _save(fig, path)
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from robotid_sim.identification.metrics import SensitivityTable
 
 
 @dataclass
@@ -18,11 +22,13 @@ class EstimatorOutcome:
         std: standard deviations (b,) where the method gives them, else None.
         true_values: the truth for the same parameters (b,) when known (simulation), else None.
         metrics: flat mapping: scalars (``torque_rms_total``, ``base_parameter_error``,
-            ``fit_time_s``, ``condition_number``, ...) and per-joint lists (``torque_rms``,
-            ``rsd``, ``agreement_index``).
+            ``fit_time_s``, ``condition_number``, ``trajectory_rms_total``, ...) and per-joint lists
+            (``torque_rms``, ``rsd``, ``agreement_index`` of the validation torque; ``trajectory_rms``,
+            ``trajectory_rsd``, ``trajectory_agreement_index`` of the open-loop joint trajectory).
         tau_predicted: predicted torque (N, n) on the validation trajectory.
         history: parameter evolution (K, b) for online methods, else None.
         history_t: time or iteration stamps (K,) of ``history``.
+        history_std: (K, b) standard deviation along ``history`` where the method tracks one (EKF), else None.
         model_path: where the identified model was saved, relative to the run folder.
     """
 
@@ -35,6 +41,7 @@ class EstimatorOutcome:
     tau_predicted: np.ndarray
     history: np.ndarray | None = None
     history_t: np.ndarray | None = None
+    history_std: np.ndarray | None = None
     model_path: str | None = None
 
 
@@ -55,6 +62,22 @@ class ClosedLoopOutcome:
     metrics: dict
     t: np.ndarray | None = None
     error: np.ndarray | None = None
+
+
+@dataclass
+class SensitivityOutcome:
+    """The ±50 % parameter sensitivity of one estimator's model (seed 004 Table 6, Fig. 8).
+
+    Attributes:
+        estimator: the estimator whose identified parameters were varied, one at a time.
+        table: parameter names, nominal values, scale factors and the open-loop trajectory RMS of each scaled
+            model against the nominal one (:class:`~robotid_sim.identification.metrics.SensitivityTable`).
+        horizon_s: seconds of open-loop simulation each RMS is taken over.
+    """
+
+    estimator: str
+    table: SensitivityTable
+    horizon_s: float
 
 
 @dataclass
@@ -79,6 +102,9 @@ class StudyResult:
             parameters); shown in the tables but never marked best.
         closed_loop: one per controller of the closed-loop comparison, in the scenario's order (empty
             without one).
+        parameter_labels: base-parameter name to the label shown beside it (the scenario's
+            ``report.parameter_labels``, e.g. ``{"M1": "λ1*"}``); empty: no label column.
+        sensitivity: the ±50 % sensitivity study, or None when the scenario asks for none.
     """
 
     title: str
@@ -95,3 +121,5 @@ class StudyResult:
     info: dict[str, str] = field(default_factory=dict)
     baselines: list[str] = field(default_factory=list)
     closed_loop: list[ClosedLoopOutcome] = field(default_factory=list)
+    parameter_labels: dict[str, str] = field(default_factory=dict)
+    sensitivity: SensitivityOutcome | None = None

@@ -116,12 +116,13 @@ _COMPARISON_COLUMNS: tuple[_Column, ...] = (
 
 def _best_mask(values: list[float], better: str | None, eligible: list[bool] | None = None) -> list[bool]:
     """Which entries hold the best value among the ``eligible`` ones (default all); nothing is highlighted
-    with fewer than two finite eligible values."""
+    with fewer than two eligible values that are not NaN. An infinite value (a diverged simulation) takes part
+    in the comparison but is never marked itself."""
     eligible = [True] * len(values) if eligible is None else eligible
-    finite = [v for v, ok in zip(values, eligible, strict=True) if ok and math.isfinite(v)]
-    if better is None or len(finite) < 2:
+    known = [v for v, ok in zip(values, eligible, strict=True) if ok and not math.isnan(v)]
+    if better is None or len(known) < 2:
         return [False] * len(values)
-    best = min(finite) if better == "min" else max(finite)
+    best = min(known) if better == "min" else max(known)
     return [ok and math.isfinite(v) and v == best for v, ok in zip(values, eligible, strict=True)]
 
 
@@ -199,8 +200,203 @@ def per_joint_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     return headers, rows
 
 
+#: the rows of the validation-trajectory table per joint: (label, metric key, better)
+TRAJECTORY_INDICES = (
+    ("RMS", "trajectory_rms", "min"),
+    ("RSD", "trajectory_rsd", "min"),
+    ("AI", "trajectory_agreement_index", "max"),
+)
+
+
+def _joint_values(outcome: EstimatorOutcome, key: str, n: int) -> np.ndarray | None:
+    value = outcome.metrics.get(key)
+    if not isinstance(value, list | tuple | np.ndarray):
+        return None
+    arr = np.array([math.nan if v is None else v for v in value], dtype=float).ravel()
+    return arr if arr.size == n else None
+
+
+def trajectory_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """The validation trajectory's error indices (seed 004 Table 5, Eq. 45–47): three rows per joint, RMS, RSD
+    and agreement index of the joint position of each model's open-loop simulation against the reference
+    motion, one column per estimator that has them.
+
+    The best value of each row (lowest RMS and RSD, highest AI) is marked when two or more estimators have
+    one; a baseline (the CAD row) is never marked. A diverged simulation shows RMS and RSD ``inf`` and AI 0.
+
+    Args:
+        result: the study; uses the ``trajectory_rms``, ``trajectory_rsd`` and ``trajectory_agreement_index``
+            metrics (n,).
+
+    Returns:
+        ``(headers, rows)`` with headers ``["joint", "index", estimator names...]``; the joint is named on its
+        first row only; no rows when no estimator has the indices.
+    """
+    n = len(result.joint_names)
+    outcomes = [o for o in result.outcomes if _joint_values(o, "trajectory_rms", n) is not None]
+    headers = ["joint", "index"] + [o.name for o in outcomes]
+    eligible = [o.name not in result.baselines for o in outcomes]
+    nan = np.full(n, math.nan)
+    columns = {
+        key: [v if (v := _joint_values(o, key, n)) is not None else nan for o in outcomes]
+        for _, key, _ in TRAJECTORY_INDICES
+    }
+    rows = []
+    for j, joint in enumerate(result.joint_names if outcomes else []):
+        for k, (label, key, better) in enumerate(TRAJECTORY_INDICES):
+            values = [float(column[j]) for column in columns[key]]
+            mask = _best_mask(values, better, eligible)
+            cells = [Cell(format_number(v), v, b) for v, b in zip(values, mask, strict=True)]
+            rows.append([Cell(joint if k == 0 else ""), Cell(label)] + cells)
+    return headers, rows
+
+
+def _scaled_column(table, factor: float) -> int | None:
+    """Index of ``factor`` among the sensitivity table's factors, or None."""
+    return next((j for j, f in enumerate(table.factors) if math.isclose(f, factor)), None)
+
+
+def _rms_text(value: float) -> str:
+    return "inf (diverged)" if math.isinf(value) else format_number(value)
+
+
+def sensitivity_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """The ±50 % sensitivity table (seed 004 Table 6): one row per identified parameter, in the model's order.
+
+    Columns: name (and label), nominal value, the values at ×0.5 and ×1.5 (the seed's minimum and maximum),
+    the trajectory RMS over all joints of the model with that parameter scaled by 0.5 and by 1.5 against the
+    nominal model's trajectory (``inf (diverged)`` where the scaled model's simulation diverged), the largest
+    RMS over every factor studied with its factor, and the parameter's rank by that largest RMS (1: most
+    sensitive; ties keep the parameter order). Nothing is marked best.
+
+    Args:
+        result: the study; uses ``result.sensitivity``.
+
+    Returns:
+        ``(headers, rows)``; no rows without a sensitivity study.
+    """
+    headers = _name_headers(result) + [
+        "nominal",
+        "min (×0.5)",
+        "max (×1.5)",
+        "RMS at ×0.5",
+        "RMS at ×1.5",
+        "largest RMS",
+        "rank",
+    ]
+    if result.sensitivity is None:
+        return headers, []
+    table = result.sensitivity.table
+    rank = {name: k + 1 for k, name in enumerate(table.ranking())}
+    low, high = _scaled_column(table, 0.5), _scaled_column(table, 1.5)
+    rows = []
+    for i, name in enumerate(table.parameter_names):
+        nominal = float(table.values[i])
+        rms = [math.nan if j is None else float(table.rms_total[i, j]) for j in (low, high)]
+        worst = int(np.argmax(table.rms_total[i]))
+        largest = float(table.rms_total[i, worst])
+        rows.append(
+            _name_cells(result, name)
+            + [Cell(format_number(nominal), nominal)]
+            + [Cell(format_number(f * nominal), f * nominal) for f in (0.5, 1.5)]
+            + [Cell(_rms_text(v), v) for v in rms]
+            + [Cell(f"{_rms_text(largest)} at ×{table.factors[worst]:g}", largest)]
+            + [Cell(str(rank[name]), float(rank[name]))]
+        )
+    return headers, rows
+
+
+#: Parameters whose reference value is below this fraction of the largest one count as (numerically) zero.
+NEAR_ZERO = 1e-3
+
+
+def parameter_scale(reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signed denominators for relative errors, guarded for parameters that are (numerically) zero.
+
+    Base parameters such as a first moment about a symmetry axis are exactly zero; an error relative to
+    them is undefined. Those get ``ε = NEAR_ZERO · max|θ|`` instead.
+
+    Args:
+        reference: (b,) reference values θ (true or final).
+
+    Returns:
+        ``(denominator, near_zero)``: (b,) θᵢ, or ε where ``|θᵢ| < ε``; (b,) bool mask of the latter.
+    """
+    reference = np.asarray(reference, dtype=float).ravel()
+    scale = float(np.max(np.abs(reference))) if reference.size else 0.0
+    floor = max(NEAR_ZERO * scale, 1e-300)
+    near_zero = np.abs(reference) < floor
+    return np.where(near_zero, floor, reference), near_zero
+
+
+def relative_parameter_errors(values: np.ndarray, true_values: np.ndarray) -> np.ndarray:
+    """Per-parameter relative error ``|θ̂ᵢ − θᵢ| / max(|θᵢ|, ε)`` with ε from :func:`parameter_scale`.
+
+    Args:
+        values: (b,) identified values.
+        true_values: (b,) true values.
+
+    Returns:
+        (b,) relative errors.
+    """
+    denominator, _ = parameter_scale(true_values)
+    return np.abs(np.asarray(values, dtype=float).ravel() - np.asarray(true_values, dtype=float).ravel()) / np.abs(
+        denominator
+    )
+
+
+def _base_table(result: StudyResult) -> list[tuple[str, str, float]]:
+    """The study's (name, expression, true value) rows; without a base-parameter table, the estimators' own
+    names and true values (NaN where unknown)."""
+    if result.base_parameter_table:
+        return list(result.base_parameter_table)
+    seen: dict[str, float] = {}
+    for outcome in result.outcomes:
+        truth = outcome.true_values
+        for k, name in enumerate(outcome.parameter_names):
+            if name not in seen:
+                seen[name] = math.nan if truth is None else float(truth[k])
+    return [(name, "", value) for name, value in seen.items()]
+
+
+def _name_cells(result: StudyResult, name: str) -> list[Cell]:
+    """A parameter's name, and its label when the study has labels (empty where this one has none)."""
+    labels = result.parameter_labels
+    return [Cell(name)] + ([Cell(labels.get(name, ""))] if labels else [])
+
+
+def _name_headers(result: StudyResult) -> list[str]:
+    return ["name"] + (["label"] if result.parameter_labels else [])
+
+
+def _base_estimates(
+    result: StudyResult, table: list[tuple[str, str, float]]
+) -> list[tuple[EstimatorOutcome, dict[str, tuple[float, float]]]]:
+    """The estimators with base parameters among the table's (not SINDy terms), each with name → (value, std).
+
+    With the study's own base-parameter table, only models of exactly those parameters are shown: a standard
+    parameter set (the CAD row, LMI-WLS) shares names such as ``M1`` that mean another quantity there.
+    """
+    names = {row[0] for row in table}
+    exact = [row[0] for row in table] if result.base_parameter_table else None
+    estimates = []
+    for outcome in result.outcomes:
+        if not names.intersection(outcome.parameter_names):
+            continue
+        if exact is not None and list(outcome.parameter_names) != exact:
+            continue
+        std = outcome.std
+        lookup = {
+            name: (float(outcome.values[k]), math.nan if std is None else float(std[k]))
+            for k, name in enumerate(outcome.parameter_names)
+        }
+        estimates.append((outcome, lookup))
+    return estimates
+
+
 def base_parameter_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
-    """Base parameters: name, expression, true value, then each estimator's value (``value ± std`` when known).
+    """Base parameters (seed 004 Table 4): name, its label (when the study has ``parameter_labels``),
+    expression, true value, then each estimator's value (``value ± std`` when known).
 
     Estimators whose parameters are not base parameters (e.g. SINDy terms) get no column. When the
     study has no base-parameter table, the rows come from the estimators' own names and true values.
@@ -209,39 +405,61 @@ def base_parameter_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]
         result: the study.
 
     Returns:
-        ``(headers, rows)`` with headers ``["name", "expression", "true", estimator names...]``.
+        ``(headers, rows)`` with headers ``["name", ("label",) "expression", "true", estimator names...]``.
     """
-    table = list(result.base_parameter_table)
-    if not table:
-        seen: dict[str, float] = {}
-        for outcome in result.outcomes:
-            truth = outcome.true_values
-            for k, name in enumerate(outcome.parameter_names):
-                if name not in seen:
-                    seen[name] = math.nan if truth is None else float(truth[k])
-        table = [(name, "", value) for name, value in seen.items()]
-    names = {row[0] for row in table}
-    included = [o for o in result.outcomes if names.intersection(o.parameter_names)]
-    headers = ["name", "expression", "true"] + [o.name for o in included]
-    lookups = []
-    for outcome in included:
-        std = outcome.std
-        lookups.append(
-            {
-                name: (float(outcome.values[k]), math.nan if std is None else float(std[k]))
-                for k, name in enumerate(outcome.parameter_names)
-            }
-        )
+    table = _base_table(result)
+    estimates = _base_estimates(result, table)
+    headers = _name_headers(result) + ["expression", "true"] + [o.name for o, _ in estimates]
     rows = []
     for name, expression, true_value in table:
-        row = [Cell(name), Cell(expression), Cell(format_number(true_value), float(true_value))]
-        for lookup in lookups:
+        row = _name_cells(result, name) + [Cell(expression), Cell(format_number(true_value), float(true_value))]
+        for _, lookup in estimates:
             value, std = lookup.get(name, (math.nan, math.nan))
             text = format_number(value)
             if math.isfinite(std) and math.isfinite(value):
                 text = f"{text} ± {format_number(std, 2)}"
             row.append(Cell(text, value))
         rows.append(row)
+    return headers, rows
+
+
+#: marks a relative error taken against ε because the true value is (numerically) zero
+NEAR_ZERO_MARK = "†"
+
+
+def relative_error_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """Relative error per base parameter in %: ``100 · |θ̂ᵢ − θᵢ| / max(|θᵢ|, ε)`` (:func:`parameter_scale`).
+
+    One row per base parameter whose true value is known, one column per estimator of
+    :func:`base_parameter_rows`; the lowest of each row is marked best (never a baseline). A parameter whose
+    true value is (numerically) zero is measured against ``ε = NEAR_ZERO · max|θ|`` and its errors carry
+    :data:`NEAR_ZERO_MARK`.
+
+    Args:
+        result: the study.
+
+    Returns:
+        ``(headers, rows)`` with headers ``["name", ("label",) estimator names...]``; no rows without a truth.
+    """
+    table = [row for row in _base_table(result) if math.isfinite(row[2])]
+    estimates = _base_estimates(result, table)
+    headers = _name_headers(result) + [o.name for o, _ in estimates]
+    if not table or not estimates:
+        return headers, []
+    denominator, near_zero = parameter_scale(np.array([value for _, _, value in table]))
+    eligible = [o.name not in result.baselines for o, _ in estimates]
+    rows = []
+    for k, (name, _, true_value) in enumerate(table):
+        values = [
+            100.0 * abs(lookup.get(name, (math.nan,))[0] - true_value) / abs(denominator[k]) for _, lookup in estimates
+        ]
+        mask = _best_mask(values, "min", eligible)
+        mark = NEAR_ZERO_MARK if near_zero[k] else ""
+        cells = [
+            Cell(f"{format_number(v, 3)} %{mark}" if math.isfinite(v) else format_number(v), v, b)
+            for v, b in zip(values, mask, strict=True)
+        ]
+        rows.append(_name_cells(result, name) + cells)
     return headers, rows
 
 

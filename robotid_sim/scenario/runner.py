@@ -2,9 +2,10 @@
 
 Before anything is simulated, everything the run needs is checked (:func:`prepare_run`): the scenario's
 fields and the names that become file names (:mod:`robotid_sim.scenario.schema`), the robot, each
-estimator and its options, both excitations (built, and checked against the joint limits), the noise chain
-(against the robot's joint count), the preprocessing, the ``closed_loop`` section (its controllers, options,
-models, reference and cost: :mod:`robotid_sim.scenario.closed_loop`), and the run's memory and time
+estimator and its options, the base-parameter names of ``report.parameter_labels``, both excitations (built,
+and checked against the joint limits), the noise chain (against the robot's joint count), the preprocessing,
+the ``closed_loop`` section (its controllers, options, models, reference and cost:
+:mod:`robotid_sim.scenario.closed_loop`), and the run's memory and time
 (:mod:`robotid_sim.scenario.budget`: an absurd ``duration``, ``dt`` or ``rate_hz`` is refused with the
 estimate and the limit unless ``simulation.allow_large: true``). Then the output folder must be creatable and
 hold the data files. A scenario refused there leaves nothing on disk.
@@ -53,7 +54,7 @@ from robotid_sim.identification import metrics as M
 from robotid_sim.identification.problem import check_data_matches_robot
 from robotid_sim.identification.validation import rollout, trajectory_error
 from robotid_sim.plugins import get_estimator
-from robotid_sim.report import EstimatorOutcome, StudyResult, write_report
+from robotid_sim.report import EstimatorOutcome, SensitivityOutcome, StudyResult, write_report
 from robotid_sim.robot import load_robot
 from robotid_sim.safety import safe_name
 from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
@@ -425,7 +426,8 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
 
     Raises:
         ConfigError (or another :class:`~robotid_sim.errors.RobotIdError`): the first problem found, in this
-            order: robot, estimators and their options, data files or excitations and noise chain,
+            order: robot, estimators and their options, the names of ``report.parameter_labels`` (base parameters
+            of the robot), data files or excitations and noise chain,
             preprocessing, resource budget (memory, time), excitation limits.
     """
     base_dir = Path.cwd() if base_dir is None else Path(base_dir)
@@ -433,7 +435,9 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
         _resolve(base_dir, sc.robot), sidecar=_resolve(base_dir, sc.sidecar), lock_joints=sc.lock_joints or None
     )
     estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
-    n_base = robot.structure().base_parameters().count
+    base = robot.structure().base_parameters()
+    _check_parameter_labels(sc.report.parameter_labels, base.names, robot.name)
+    n_base = base.count
     forms_regressor = any(not estimator.streams_regressor for _, estimator in estimators)
     if sc.data is not None:
         ident, val = _load_recordings(sc, robot, base_dir)
@@ -486,6 +490,17 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
         excitation_default=generic_excitation_note(robot) if sc.excitation == "default" else None,
         closed_loop=_prepare_closed_loop(sc, robot, validation_excitation, base_dir),
     )
+
+
+def _check_parameter_labels(labels: dict[str, str], names: list[str], robot_name: str) -> None:
+    """ConfigError naming each key of ``report.parameter_labels`` that is not a base parameter of the robot."""
+    unknown = [name for name in labels if name not in names]
+    if unknown:
+        raise ConfigError(
+            f"scenario field 'report.parameter_labels': {', '.join(repr(n) for n in unknown)} "
+            f"{'is not a base parameter' if len(unknown) == 1 else 'are not base parameters'} of robot "
+            f"'{robot_name}'; its base parameters are {', '.join(names)}"
+        )
 
 
 def _prepare_closed_loop(sc: Scenario, robot, validation_excitation, base_dir: Path) -> ClosedLoopPlan | None:
@@ -786,8 +801,10 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
             metrics["base_parameter_error"] = float(M.relative_parameter_error(base_values, truth_base))
         if K > 1:
             err = trajectory_error(model.forward_dynamics, q_reference, *rollout_args)
-            metrics["trajectory_rms"] = err.tolist()
-            metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err**2)))
+            metrics["trajectory_rms"] = err.rms.tolist()
+            metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err.rms**2)))
+            metrics["trajectory_rsd"] = err.rsd.tolist()
+            metrics["trajectory_agreement_index"] = err.agreement_index.tolist()
         for key in REPORTED_DIAGNOSTICS:
             if key in model.diagnostics:
                 metrics[key] = model.diagnostics[key]
@@ -819,11 +836,15 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
             f"{horizon:g} s; such a model's mass matrix is not positive definite at some state "
             "(physically inconsistent parameters)"
         )
-    if sc.sensitivity and outcomes:
-        if isinstance(models[0], LinearParameterModel):
-            notes.append(_sensitivity(models[0], outcomes[0].name, ds_val, run_dir))
+    sensitivity = None
+    if sc.sensitivity is not None:
+        name = sc.sensitivity.estimator
+        model = models[[label for label, _ in entries].index(name)]
+        if isinstance(model, LinearParameterModel):
+            sensitivity = _sensitivity(model, name, sc.sensitivity.factors, ds_val, run_dir)
+            notes.append(f"±50 % sensitivity of '{name}' written to sensitivity.json")
         else:
-            notes.append(f"no ±50 % sensitivity: '{outcomes[0].name}' is not a model linear in parameters")
+            notes.append(f"no ±50 % sensitivity: '{name}' is not a model linear in parameters")
 
     closed_loop = []
     if plan.closed_loop is not None:
@@ -870,6 +891,8 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         info=info,
         baselines=[CAD_LABEL] if cad is not None else [],
         closed_loop=closed_loop,
+        parameter_labels=dict(sc.report.parameter_labels),
+        sensitivity=sensitivity,
     )
     write_report(run_dir, result)
 
@@ -944,6 +967,7 @@ def _outcome(name: str, model, truth, metrics: dict, pred, model_path: str) -> E
         tau_predicted=pred,
         history=None if history is None else history.values,
         history_t=None if history is None else history.t,
+        history_std=None if history is None else history.std,
         model_path=model_path,
     )
 
@@ -966,15 +990,23 @@ def _write_metrics(run_dir: Path, rows: list[dict]) -> None:
         writer.writerows(flat)
 
 
-def _sensitivity(model, name: str, ds_val, run_dir: Path) -> str:
-    """±50 % sensitivity of each identified parameter on the open-loop trajectory (seed 004 Table 6)."""
-    K = max(int(round(0.5 / ds_val.dt)), 2)
+#: seconds of open-loop simulation behind each RMS of the sensitivity study
+SENSITIVITY_HORIZON_S = 0.5
+
+
+def _sensitivity(model, name: str, factors: list[float], ds_val, run_dir: Path) -> SensitivityOutcome:
+    """Each identified parameter scaled by each factor on the open-loop validation trajectory (seed 004 Table 6,
+    Fig. 8), written to ``sensitivity.json``: one rollout of :data:`SENSITIVITY_HORIZON_S` per parameter and
+    factor other than 1, plus the nominal one."""
+    K = max(int(round(SENSITIVITY_HORIZON_S / ds_val.dt)), 2)
     tau = ds_val.truth.tau[:K]
     q0, qd0 = ds_val.truth.q[0], ds_val.truth.qd[0]
 
     def simulate_fn(values):
         return rollout(model.with_values(values).forward_dynamics, q0, qd0, tau, ds_val.dt)[0]
 
-    table = M.sensitivity(simulate_fn, model.values, model.parameter_names)
-    (run_dir / "sensitivity.json").write_text(json.dumps(M.sensitivity_to_dict(table), indent=2) + "\n")
-    return f"±50 % sensitivity of '{name}' written to sensitivity.json"
+    table = M.sensitivity(simulate_fn, model.values, model.parameter_names, factors)
+    horizon = round(len(tau) * ds_val.dt, 9)
+    data = {"estimator": name, "horizon_s": horizon, **M.sensitivity_to_dict(table)}
+    (run_dir / "sensitivity.json").write_text(json.dumps(data, indent=2) + "\n")
+    return SensitivityOutcome(name, table, horizon)

@@ -167,6 +167,49 @@ class ControllerEntry(_Strict):
         return f"{self.name}({Path(model).stem if model.endswith('.json') or '/' in model else model})"
 
 
+#: the scale factors of ``sensitivity: true``: 11 points from ×0.5 to ×1.5 (seed 004 Table 6, Fig. 8)
+DEFAULT_SENSITIVITY_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5)
+
+
+class SensitivityConfig(_Strict):
+    """±50 % parameter sensitivity of one estimator's model (seed 004 Table 6, Fig. 8): each identified
+    parameter alone scaled by each factor, the open-loop trajectory's RMS against the nominal model's."""
+
+    estimator: str | None = Field(
+        None, description="the label of one of the scenario's estimators (its name if it has none); default: the first"
+    )
+    factors: list[float] = Field(
+        default_factory=lambda: list(DEFAULT_SENSITIVITY_FACTORS),
+        description="scale factors (> 0); 0.5 and 1.5, the table's minimum and maximum, are always added",
+    )
+
+    @field_validator("factors")
+    @classmethod
+    def _positive_with_the_bounds(cls, value):
+        bad = [f for f in value if f <= 0]
+        if bad:
+            raise ValueError(f"scale factors must be > 0 (a parameter scaled, not negated), got {bad}")
+        return sorted({*value, 0.5, 1.5})
+
+
+class ReportConfig(_Strict):
+    """How the report shows the study."""
+
+    parameter_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="base-parameter name to the label shown beside it (e.g. the seed's grouped parameter, "
+        "{M1: 'λ1*'}); names are checked against the robot's base parameters before the run",
+    )
+
+    @field_validator("parameter_labels")
+    @classmethod
+    def _labels_not_empty(cls, value):
+        empty = sorted(name for name, label in value.items() if not label.strip())
+        if empty:
+            raise ValueError(f"empty label for {empty}; give each a text or leave the name out")
+        return value
+
+
 def _names_to_entries(value):
     """A list of entries where a bare name stands for ``{"name": name}`` (estimators, controllers)."""
     if isinstance(value, list):
@@ -248,7 +291,12 @@ class Scenario(_Strict):
     validation: ValidationConfig = ValidationConfig()
     preprocessing: PreprocessingConfig = PreprocessingConfig()
     estimators: list[EstimatorEntry] = Field(min_length=1)
-    sensitivity: bool = Field(False, description="±50 % parameter sensitivity of the first estimator")
+    sensitivity: SensitivityConfig | None = Field(
+        None,
+        description="±50 % parameter sensitivity: true (the first estimator, factors 0.5 … 1.5 in steps of 0.1), "
+        "false, or a mapping {estimator: <label>, factors: [...]}",
+    )
+    report: ReportConfig = ReportConfig()
     closed_loop: ClosedLoopConfig | None = Field(
         None, description="closed-loop tracking with the identified models, after identification"
     )
@@ -267,6 +315,28 @@ class Scenario(_Strict):
     @classmethod
     def _excitation_form(cls, value):
         return _excitation_or_default(value)
+
+    @field_validator("sensitivity", mode="before")
+    @classmethod
+    def _sensitivity_switch(cls, value):
+        if isinstance(value, bool):
+            return {} if value else None
+        return value
+
+    @model_validator(mode="after")
+    def _sensitivity_estimator(self):
+        if self.sensitivity is None:
+            return self
+        labels = [e.display for e in self.estimators]
+        wanted = self.sensitivity.estimator
+        match = [label for label in labels if wanted is None or label.casefold() == wanted.casefold()]
+        if not match:
+            raise ValueError(
+                f"sensitivity.estimator '{wanted}' is not an estimator of this scenario; choose one of {labels}"
+            )
+        # the label as the estimators section spells it (labels are compared without case)
+        self.sensitivity = self.sensitivity.model_copy(update={"estimator": match[0]})
+        return self
 
     @model_validator(mode="after")
     def _unique_labels(self):
@@ -288,7 +358,7 @@ class Scenario(_Strict):
             raise ValueError(
                 f"a scenario with 'data' simulates nothing: remove {simulated} (or remove 'data' to simulate)"
             )
-        if self.sensitivity:
+        if self.sensitivity is not None:
             raise ValueError("'sensitivity' needs the noise-free validation torque of a simulation; remove it")
         if self.preprocessing.period_average is not None:
             raise ValueError("preprocessing.period_average needs a simulated periodic excitation; remove it")
