@@ -42,7 +42,7 @@ def _complete_runs(root: Path) -> list[Path]:
 def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp_path):
     first = run_cli(["run"], cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "estimator" in first.stdout and "ols" in first.stdout and "irls" in first.stdout  # the table
+    assert all(name in first.stdout for name in ("estimator", "ols", "adaline", "hopfield", "ekf"))  # the table
     runs = _complete_runs(tmp_path / "runs")
     assert len(runs) == 1
     run = runs[0]
@@ -53,9 +53,15 @@ def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp
         "metrics.csv",
         "scenario.yaml",
         "models/ols.json",
-        "models/wls.json",
-        "models/irls.json",
+        "models/adaline.json",
+        "models/hopfield.json",
+        "models/ekf.json",
+        "sensitivity.json",
         "plots/torque_comparison.png",
+        "plots/sensitivity.png",
+        "plots/convergence_adaline.png",
+        "plots/convergence_hopfield.png",
+        "plots/convergence_ekf.png",
         "data/identification.npz",
         "data/validation.npz",
     ):
@@ -193,7 +199,7 @@ def test_broken_plugin_is_listed_and_an_external_plugin_runs_through_a_scenario(
 def test_plugins_command_lists_the_builtins(capsys):
     assert main(["plugins"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    for name in ("ols", "wls", "irls"):
+    for name in ("ols", "wls", "irls", "adaline", "hopfield", "ekf"):
         assert name in out
 
 
