@@ -1,4 +1,4 @@
-"""Helpers shared by test modules: the CLI in a fresh process, a pybullet_data file."""
+"""Helpers shared by test modules: the CLI in a fresh process, a pybullet_data file, a tiny scenario."""
 
 from __future__ import annotations
 
@@ -8,6 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
+
+#: a scenario that simulates in about a second (3 s of the PRRRP arm at 100 Hz, OLS only)
+TINY_SCENARIO = {
+    "name": "tiny",
+    "robot": "prrrp",
+    "seed": 0,
+    "excitation": {"type": "polynomial", "random_waypoints": 6, "seed": 0, "durations": "auto"},
+    "noise": {"tau": {"std": 0.05}},
+    "simulation": {"rate_hz": 100, "duration": 3.0},
+    "validation": {"duration": 2.0, "trajectory_horizon": 0.2},
+    "estimators": ["ols"],
+}
 
 
 def run_cli(

@@ -11,22 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from helpers import run_cli
+from helpers import TINY_SCENARIO, run_cli
 
 import robotid_sim as rid
 from robotid_sim import plugins
 from robotid_sim.cli import main
-
-TINY_SCENARIO = {
-    "name": "tiny",
-    "robot": "prrrp",
-    "seed": 0,
-    "excitation": {"type": "polynomial", "random_waypoints": 6, "seed": 0, "durations": "auto"},
-    "noise": {"tau": {"std": 0.05}},
-    "simulation": {"rate_hz": 100, "duration": 3.0},
-    "validation": {"duration": 2.0, "trajectory_horizon": 0.2},
-    "estimators": ["ols"],
-}
 
 
 def _write_scenario(tmp_path: Path, **changes) -> Path:

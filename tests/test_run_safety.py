@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli
+from helpers import TINY_SCENARIO, run_cli
 
 import robotid_sim as rid
 from robotid_sim.cli import main
@@ -32,16 +32,7 @@ from robotid_sim.scenario import runner
 from robotid_sim.scenario.budget import RunBudget, estimate_run, simulation_cost
 from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
 
-TINY = {
-    "name": "tiny",
-    "robot": "prrrp",
-    "seed": 0,
-    "excitation": {"type": "polynomial", "random_waypoints": 6, "seed": 0, "durations": "auto"},
-    "noise": {"tau": {"std": 0.05}},
-    "simulation": {"rate_hz": 100, "duration": 3.0},
-    "validation": {"duration": 2.0, "trajectory_horizon": 0.2},
-    "estimators": ["ols"],
-}
+TINY = TINY_SCENARIO
 
 
 def _scenario(folder: Path, file_name: str = "scenario.yaml", **changes) -> Path:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import yaml
+from helpers import TINY_SCENARIO
 
 import robotid_sim as rid
 from robotid_sim.identification.metrics import SensitivityTable
@@ -264,16 +265,7 @@ def test_sensitivity_figure_is_a_png(tmp_path):
 
 
 # -------------------------------------------------------------------------------------------- schema
-SCENARIO = {
-    "name": "tiny004",
-    "robot": "prrrp",
-    "seed": 0,
-    "excitation": {"type": "polynomial", "random_waypoints": 6, "seed": 0, "durations": "auto"},
-    "noise": {"tau": {"std": 0.05}},
-    "simulation": {"rate_hz": 100, "duration": 3.0},
-    "validation": {"duration": 2.0, "trajectory_horizon": 0.2},
-    "estimators": ["ols", {"name": "wls", "label": "weighted"}],
-}
+SCENARIO = {**TINY_SCENARIO, "name": "tiny004", "estimators": ["ols", {"name": "wls", "label": "weighted"}]}
 
 
 def test_sensitivity_true_is_the_first_estimator_over_eleven_factors():
