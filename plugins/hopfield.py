@@ -21,10 +21,10 @@ class HopfieldEstimator(Estimator):
 
     with W = ΦᵀΦ and I = Φᵀτ of the current sample (Eq. 17–18). It is integrated along the
     data stream in the neurons' inputs u, λ = c·tanh(u) (Eq. 14, 16), so the estimate is inside
-    (−c, c) at every step by construction, not by clipping. Each sample advances u by one
-    explicit Euler step whose length is set like the normalised delta rule's (a step μ in
-    (0, 2) relative to the sample's input power, in coordinates where each regressor column has
-    unit RMS): inside the bounds the network then moves as ``adaline`` does, slowed by the factor
+    (−c, c) at every step by construction (u is kept within ±15, where c·tanh(u) is below c by a
+    margin no rounding crosses). Each sample advances u by one explicit Euler step whose length
+    is set like the normalised delta rule's (a step μ in (0, 2) relative to the sample's input
+    power, in coordinates where each regressor column has unit RMS): inside the bounds the network then moves as ``adaline`` does, slowed by the factor
     1 − λ²/c² near them. Like ``adaline`` it replays the stream in time order for up to
     ``epochs`` epochs with a decaying step and returns the last epoch's average.
 
