@@ -8,7 +8,7 @@ The renderers only decide how a cell looks; what goes into it is decided here, o
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -158,6 +158,16 @@ def comparison_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     return headers, rows
 
 
+def _joint_values(metrics: Mapping, key: str, n: int) -> np.ndarray | None:
+    """The per-joint metric ``key`` as an (n,) array (None entries NaN), or None when it is missing, not a list
+    or not one value per joint."""
+    value = metrics.get(key)
+    if not isinstance(value, list | tuple | np.ndarray):
+        return None
+    arr = np.asarray(value, dtype=float).ravel()
+    return arr if arr.size == n else None
+
+
 def per_joint_rms(result: StudyResult, outcome: EstimatorOutcome) -> np.ndarray:
     """Per-joint torque RMS of one estimator on the validation trajectory (seed 001 Table 5).
 
@@ -170,12 +180,9 @@ def per_joint_rms(result: StudyResult, outcome: EstimatorOutcome) -> np.ndarray:
     Returns:
         (n,) RMS per joint.
     """
-    n = len(result.joint_names)
-    value = outcome.metrics.get("torque_rms")
-    if value is not None:
-        arr = np.asarray(value, dtype=float).ravel()
-        if arr.size == n:
-            return arr
+    stored = _joint_values(outcome.metrics, "torque_rms", len(result.joint_names))
+    if stored is not None:
+        return stored
     residual = np.asarray(result.tau_measured, dtype=float) - np.asarray(outcome.tau_predicted, dtype=float)
     return np.sqrt(np.mean(residual**2, axis=0))
 
@@ -208,14 +215,6 @@ TRAJECTORY_INDICES = (
 )
 
 
-def _joint_values(outcome: EstimatorOutcome, key: str, n: int) -> np.ndarray | None:
-    value = outcome.metrics.get(key)
-    if not isinstance(value, list | tuple | np.ndarray):
-        return None
-    arr = np.array([math.nan if v is None else v for v in value], dtype=float).ravel()
-    return arr if arr.size == n else None
-
-
 def trajectory_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     """The validation trajectory's error indices (seed 004 Table 5, Eq. 45–47): three rows per joint, RMS, RSD
     and agreement index of the joint position of each model's open-loop simulation against the reference
@@ -233,12 +232,12 @@ def trajectory_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
         first row only; no rows when no estimator has the indices.
     """
     n = len(result.joint_names)
-    outcomes = [o for o in result.outcomes if _joint_values(o, "trajectory_rms", n) is not None]
+    outcomes = [o for o in result.outcomes if _joint_values(o.metrics, "trajectory_rms", n) is not None]
     headers = ["joint", "index"] + [o.name for o in outcomes]
     eligible = [o.name not in result.baselines for o in outcomes]
     nan = np.full(n, math.nan)
     columns = {
-        key: [v if (v := _joint_values(o, key, n)) is not None else nan for o in outcomes]
+        key: [v if (v := _joint_values(o.metrics, key, n)) is not None else nan for o in outcomes]
         for _, key, _ in TRAJECTORY_INDICES
     }
     rows = []
@@ -446,13 +445,16 @@ def relative_error_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]
     headers = _name_headers(result) + [o.name for o, _ in estimates]
     if not table or not estimates:
         return headers, []
-    denominator, near_zero = parameter_scale(np.array([value for _, _, value in table]))
+    truth = np.array([value for _, _, value in table])
+    _, near_zero = parameter_scale(truth)
+    errors = [
+        100.0 * relative_parameter_errors([lookup.get(name, (math.nan,))[0] for name, _, _ in table], truth)
+        for _, lookup in estimates
+    ]
     eligible = [o.name not in result.baselines for o, _ in estimates]
     rows = []
-    for k, (name, _, true_value) in enumerate(table):
-        values = [
-            100.0 * abs(lookup.get(name, (math.nan,))[0] - true_value) / abs(denominator[k]) for _, lookup in estimates
-        ]
+    for k, (name, _, _) in enumerate(table):
+        values = [float(error[k]) for error in errors]
         mask = _best_mask(values, "min", eligible)
         mark = NEAR_ZERO_MARK if near_zero[k] else ""
         cells = [
@@ -463,10 +465,9 @@ def relative_error_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]
     return headers, rows
 
 
-def _closed_loop_values(outcome: ClosedLoopOutcome, key: str, n: int) -> list[float]:
-    value = outcome.metrics.get(key)
-    arr = np.asarray(value if isinstance(value, list | tuple) else [], dtype=float).ravel()
-    return arr.tolist() if arr.size == n else [math.nan] * n
+def _closed_loop_values(outcome: ClosedLoopOutcome, key: str, n: int) -> np.ndarray:
+    values = _joint_values(outcome.metrics, key, n)
+    return np.full(n, math.nan) if values is None else values
 
 
 def closed_loop_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
