@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-from pydantic import Field
-
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
-from robotid_sim.identification.online import epoch_steps, history_stride, problem_stream, stream_history
+from robotid_sim.identification import BaseParameterModel, Estimator
+from robotid_sim.identification.online import ReplayOptions, problem_stream, replay
 
 
 class AdalineEstimator(Estimator):
@@ -28,39 +25,16 @@ class AdalineEstimator(Estimator):
 
     name = "adaline"
 
-    class Options(EstimatorOptions):
-        step: float = Field(0.5, gt=0, lt=2, description="normalised step size μ of the delta rule, in (0, 2)")
-        epochs: int = Field(100, ge=1, le=100_000, description="most passes over the stream")
-        decay_epochs: float | None = Field(
-            5.0, gt=0, description="the step halves after this many epochs (μ / (1 + e / decay_epochs)); null: constant"
-        )
-        tol: float = Field(
-            1e-12, ge=0, description="stop when an epoch's average weights move less than this (relative)"
-        )
-        check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
+    Options = ReplayOptions
 
     def _fit(self, problem) -> BaseParameterModel:
-        from robotid_sim.identification._online_kernels import delta_rule  # numba: on first use
-
         cond = problem.check_excitation() if self.check_excitation else None
-        stream = problem_stream(problem)
-        N, _, b = stream.Y.shape
-        steps = epoch_steps(self.step, self.epochs, self.decay_epochs)
-        values, hist, at, epochs = delta_rule(
-            stream.Y,
-            stream.tau,
-            np.zeros(b),
-            stream.scale,
-            np.zeros(0),
-            steps,
-            history_stride(N, self.epochs),
-            self.tol,
-        )
+        values, history, epochs = replay(problem, problem_stream(problem), self)
         return BaseParameterModel.from_problem(
             problem,
             values,
-            history=stream_history(problem, hist, at, stream.t, stream.dt),
-            diagnostics={"condition_number": cond, "epochs": int(epochs), **problem.diagnostics()},
+            history=history,
+            diagnostics={"condition_number": cond, "epochs": epochs, **problem.diagnostics()},
         )
 
 

@@ -7,8 +7,8 @@ from pydantic import Field
 
 from robotid_sim.errors import ConfigError
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
-from robotid_sim.identification.online import epoch_steps, history_stride, problem_stream, stream_history
+from robotid_sim.identification import BaseParameterModel, Estimator
+from robotid_sim.identification.online import ReplayOptions, problem_stream, replay
 
 #: a final estimate above this fraction of its bound is reported as pressed against it
 BOUND_WARNING = 0.95
@@ -24,9 +24,10 @@ class HopfieldEstimator(Estimator):
     (−c, c) at every step by construction (u is kept within ±15, where c·tanh(u) is below c by a
     margin no rounding crosses). Each sample advances u by one explicit Euler step whose length
     is set like the normalised delta rule's (a step μ in (0, 2) relative to the sample's input
-    power, in coordinates where each regressor column has unit RMS): inside the bounds the network then moves as ``adaline`` does, slowed by the factor
-    1 − λ²/c² near them. Like ``adaline`` it replays the stream in time order for up to
-    ``epochs`` epochs with a decaying step and returns the last epoch's average.
+    power, in coordinates where each regressor column has unit RMS): inside the bounds the
+    network then moves as ``adaline`` does, slowed by the factor 1 − λ²/c² near them. Like
+    ``adaline`` it replays the stream in time order for up to ``epochs`` epochs with a decaying
+    step and returns the last epoch's average.
 
     The bound: ``c`` (one value, or one per base parameter), or automatically ``c_factor``
     times, per parameter, the largest value it would need to explain a joint's RMS torque on
@@ -40,18 +41,11 @@ class HopfieldEstimator(Estimator):
 
     name = "hopfield"
 
-    class Options(EstimatorOptions):
+    class Options(ReplayOptions):
         c: float | list[float] | None = Field(
             None, description="the bound c of Eq. 19 (one value or one per base parameter); null: from the data"
         )
         c_factor: float = Field(10.0, gt=1, description="automatic c: this many times the data-scale bound")
-        step: float = Field(0.5, gt=0, lt=2, description="normalised Euler step of the network, in (0, 2)")
-        epochs: int = Field(100, ge=1, le=100_000, description="most passes over the stream")
-        decay_epochs: float | None = Field(
-            5.0, gt=0, description="the step halves after this many epochs; null: constant"
-        )
-        tol: float = Field(1e-12, ge=0, description="stop when an epoch's average moves less than this (relative)")
-        check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
 
     def _bound(self, problem, stream) -> np.ndarray:
         b = stream.Y.shape[2]
@@ -71,26 +65,14 @@ class HopfieldEstimator(Estimator):
         return self.c_factor * np.where(need > 0, need, 1.0)
 
     def _fit(self, problem) -> BaseParameterModel:
-        from robotid_sim.identification._online_kernels import delta_rule  # numba: on first use
-
         cond = problem.check_excitation() if self.check_excitation else None
         stream = problem_stream(problem)
-        N, _, b = stream.Y.shape
         bound = self._bound(problem, stream)
-        values, hist, at, epochs = delta_rule(
-            stream.Y,
-            stream.tau,
-            np.zeros(b),
-            stream.scale,
-            bound,
-            epoch_steps(self.step, self.epochs, self.decay_epochs),
-            history_stride(N, self.epochs),
-            self.tol,
-        )
+        values, history, epochs = replay(problem, stream, self, bound)
         fraction = float(np.max(np.abs(values) / bound))
         diagnostics = {
             "condition_number": cond,
-            "epochs": int(epochs),
+            "epochs": epochs,
             "bound": bound.tolist(),
             "max_bound_fraction": fraction,
             **problem.diagnostics(),
@@ -101,9 +83,7 @@ class HopfieldEstimator(Estimator):
                 f"'{worst}' ends at {100 * fraction:.1f} % of its bound c: the network is held back there; raise 'c' "
                 "or 'c_factor'"
             )
-        return BaseParameterModel.from_problem(
-            problem, values, history=stream_history(problem, hist, at, stream.t, stream.dt), diagnostics=diagnostics
-        )
+        return BaseParameterModel.from_problem(problem, values, history=history, diagnostics=diagnostics)
 
 
 @hookimpl

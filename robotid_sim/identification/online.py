@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import Field
 
 from robotid_sim.errors import IdentificationError
+from robotid_sim.identification.estimator import EstimatorOptions
 from robotid_sim.identification.model import History
 
 #: at most this many parameter vectors are kept in a history (the stream is decimated to fit)
@@ -73,6 +75,43 @@ def stream_history(problem, values: np.ndarray, at: np.ndarray, t: np.ndarray, d
     epoch, sample = np.divmod(np.asarray(at), N)
     when = epoch * float(t[-1] - t[0] + dt) + t[sample] - t[0]
     return History(when, values, list(problem.base_parameter_names), unit="s", std=std)
+
+
+class ReplayOptions(EstimatorOptions):
+    """Options of the estimators that replay the stream with the normalised step (``adaline``, ``hopfield``)."""
+
+    step: float = Field(
+        0.5, gt=0, lt=2, description="normalised step μ in (0, 2) (of the delta rule; of the network's Euler step)"
+    )
+    epochs: int = Field(100, ge=1, le=100_000, description="most passes over the stream")
+    decay_epochs: float | None = Field(
+        5.0, gt=0, description="the step halves after this many epochs (μ / (1 + e / decay_epochs)); null: constant"
+    )
+    tol: float = Field(1e-12, ge=0, description="stop when an epoch's average moves less than this (relative)")
+    check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
+
+
+def replay(problem, stream: Stream, options, bound: np.ndarray | None = None) -> tuple[np.ndarray, History, int]:
+    """Run the compiled delta rule (``bound`` None) or Hopfield network (``bound`` the c per parameter) over
+    ``stream`` with the :class:`ReplayOptions` of ``options``, from zero.
+
+    Returns:
+        (the last epoch's average parameters (b,), the :class:`History` in stream time, epochs run).
+    """
+    from robotid_sim.identification._online_kernels import delta_rule  # numba: on first use
+
+    N, _, b = stream.Y.shape
+    values, hist, at, epochs = delta_rule(
+        stream.Y,
+        stream.tau,
+        np.zeros(b),
+        stream.scale,
+        np.zeros(0) if bound is None else bound,
+        epoch_steps(options.step, options.epochs, options.decay_epochs),
+        history_stride(N, options.epochs),
+        options.tol,
+    )
+    return values, stream_history(problem, hist, at, stream.t, stream.dt), int(epochs)
 
 
 def noise_std(x: np.ndarray) -> np.ndarray:
