@@ -7,7 +7,7 @@ import time
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.hookspecs import hookimpl
@@ -117,6 +117,15 @@ class EKFEstimator(Estimator):
         )
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
 
+        @model_validator(mode="after")
+        def _seed_fixes_p0(self):
+            if self.preset == "seed004" and self.parameter_std is not None:
+                raise ValueError(
+                    "preset 'seed004' sets P0 with every entry 1 (Eq. 44), so 'parameter_std' would be ignored; "
+                    "remove it or choose preset 'auto' or 'birdy'"
+                )
+            return self
+
     def _setting(self, key: str):
         value = getattr(self, key)
         return PRESETS[self.preset][key] if value is None else value
@@ -153,13 +162,11 @@ class EKFEstimator(Estimator):
         if seed:
             sigma = {k: np.full(n, math.sqrt(10.0)) for k in SIGNALS}
             sigma_tau = np.zeros(n)
+            P0 = np.ones((dim, dim))
         else:
             sigma = {k: np.maximum(noise_std(v), self.noise_floor * np.std(v, axis=0)) for k, v in signals.items()}
             sigma = {k: np.where(v > 0, v, 1e-12) for k, v in sigma.items()}
             sigma_tau = sigma.pop("tau")
-        if seed:
-            P0 = np.ones((dim, dim))
-        else:
             parameter_std = self._setting("parameter_std")
             p_lam = (
                 0.15 * (np.abs(lam0) + 1e-3) if self.preset == "birdy" and parameter_std is None else parameter_std**2
@@ -177,6 +184,9 @@ class EKFEstimator(Estimator):
         stride = history_stride(N, 1)
         check_every = max(1, N // EIGEN_CHECKS)
         hist, hist_std, at, eigen = [], [], [], []
+        H = np.zeros((3 * n, dim))  # q and qd measured directly; the qdd rows are the dynamics' Jacobian A
+        H[: 2 * n, : 2 * n] = np.eye(2 * n)
+        R_measured = np.diag(np.concatenate([sigma["q"] ** 2, sigma["qd"] ** 2, sigma["qdd"] ** 2]))
         regressor = problem.base.regressor
         t0 = time.perf_counter()
         previous_qdd = None
@@ -220,16 +230,15 @@ class EKFEstimator(Estimator):
             A = -Minv @ np.hstack([dtau, Yp[0]])  # ∂qdd/∂[q, qd, λ]
             tau_noise = Minv @ np.diag(sigma_tau**2) @ Minv.T
             # update with the measurement of sample k (Eq. 25–27): h = [q, qd, qdd(q, qd, τ_k; λ)]
-            H = np.vstack([np.hstack([np.eye(2 * n), np.zeros((2 * n, b))]), A])[rows]
-            R = np.zeros((3 * n, 3 * n))
-            R[:n, :n] = np.diag(sigma["q"] ** 2)
-            R[n : 2 * n, n : 2 * n] = np.diag(sigma["qd"] ** 2)
-            R[2 * n :, 2 * n :] = np.diag(sigma["qdd"] ** 2) + tau_noise
+            H[2 * n :] = A
+            R = R_measured.copy()
+            R[2 * n :, 2 * n :] += tau_noise
             if tempering:
                 R *= 1.0 + tempering * math.exp(-(t[k] - t[0]) / self.warmup_s)
             z = np.concatenate([signals["q"][k], signals["qd"][k], signals["qdd"][k]])[rows]
             predicted = np.concatenate([q, qd, qdd])[rows]
-            kf.update(z[:, None], lambda _x, H=H: H, lambda _x, p=predicted: p[:, None], R=R[np.ix_(rows, rows)])
+            H_used = H[rows]
+            kf.update(z[:, None], lambda _x, H=H_used: H, lambda _x, p=predicted: p[:, None], R=R[np.ix_(rows, rows)])
             kf.P = 0.5 * (kf.P + kf.P.T)
             posterior = kf.x[:, 0]
             if k > 0:
@@ -254,16 +263,16 @@ class EKFEstimator(Estimator):
             F = np.eye(dim)
             F[:n, n : 2 * n] += dt * eye_n
             F[n : 2 * n] += dt * A
-            Q = np.zeros((dim, dim))
-            if seed:
-                Q[:] = np.eye(dim)
+            if seed:  # Eq. 44: Q = I on the states
+                Q = np.eye(dim)
             else:
+                Q = np.zeros((dim, dim))
                 Q[:n, :n] = np.diag((0.5 * dt**2 * qdd) ** 2 + 1e-6 * sigma["q"] ** 2)
                 Q[n : 2 * n, n : 2 * n] = dt**2 * tau_noise + np.diag(1e-6 * sigma["qd"] ** 2)
                 if previous_qdd is not None:  # the Euler step's own error, ½Δt²·jerk
                     Q[n : 2 * n, n : 2 * n] += np.diag((0.5 * dt * (qdd - previous_qdd)) ** 2)
-                decay = 1.0 if annealing is None else math.exp(-(t[k] - t[0]) / annealing)
-                Q[2 * n :, 2 * n :] = np.eye(b) * (q_lam * decay)
+            decay = 1.0 if annealing is None else math.exp(-(t[k] - t[0]) / annealing)
+            Q[2 * n :, 2 * n :] = np.eye(b) * (q_lam * decay)
             previous_qdd = qdd
             kf.F, kf.Q = F, Q
             kf.predict()

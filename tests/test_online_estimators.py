@@ -140,6 +140,11 @@ def test_ekf_presets_and_measurements(study):
     assert birdy.history.std[0] == pytest.approx(np.sqrt(0.15 * (np.abs(truth * 1.1) + 1e-3)), rel=0.05)
     with pytest.raises(ConfigError, match="initial_parameters' must be one number or 9"):
         plugins.get_estimator("ekf")(initial_parameters=[1.0, 2.0]).fit(problem)
+    with pytest.raises(ConfigError, match="'seed004' sets P0 with every entry 1.*parameter_std"):
+        plugins.get_estimator("ekf")(preset="seed004", parameter_std=0.5)
+    # an explicit option overrides the preset's: less parameter process noise than seed 004's Q = I
+    frozen = plugins.get_estimator("ekf")(preset="seed004", parameter_noise=0.01).fit(problem)
+    assert frozen.history.std[-1].max() < seed.history.std[-1].max()
 
 
 def test_ekf_singular_mass_matrix_is_a_clear_error(study):
