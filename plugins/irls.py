@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from robotid_sim.errors import IdentificationError
 from robotid_sim.hookspecs import hookimpl
@@ -15,8 +16,11 @@ from robotid_sim.identification import (
     Estimator,
     EstimatorOptions,
     History,
+    LeastSquaresFit,
+    StandardParameterModel,
     per_joint_variance,
 )
+from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, standard_consistency
 
 #: ``diagnostics['stop_reason']`` values
 STOP_SETTLED = "the rejected set did not change"
@@ -37,6 +41,11 @@ class IRLSEstimator(Estimator):
     each joint rejected), ``rejected_fraction_per_joint`` (of that joint's rows in use),
     ``rejected_fraction``, ``rejection_limit_per_joint`` (the last residual limits, N·m or N),
     ``deadband_rows_removed``, and ``outliers_rejected`` / ``outlier_fraction`` (totals).
+
+    With ``physical``, every solve is the LMI least squares of ``lmi_wls`` (seed 001 Eq. 30: the
+    inner loop of its two-loop method), the result a full physically consistent standard parameter
+    set (:class:`StandardParameterModel`), and the diagnostics add ``consistent``,
+    ``link_min_eigenvalue`` and ``solver_status``.
     """
 
     name = "irls"
@@ -52,6 +61,19 @@ class IRLSEstimator(Estimator):
         k_sigma: float = Field(3.0, gt=0, description="multiple of the per-joint robust residual std (1.4826·MAD)")
         max_iterations: int = Field(50, ge=1, description="inner-loop limit")
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
+        physical: PhysicalOptions | None = Field(
+            None,
+            description="solve every step subject to physical consistency (seed 001 Eq. 30): true, or the "
+            "constraint options of 'lmi_wls' (margin, mass_bounds, com_box, regularization, ...); the model is "
+            "then a full standard parameter set",
+        )
+
+        @field_validator("physical", mode="before")
+        @classmethod
+        def _switch(cls, value):
+            if isinstance(value, bool):
+                return {} if value else None
+            return value
 
     def _limits(self, residual: np.ndarray, keep: np.ndarray, rows_of: list[np.ndarray]) -> np.ndarray:
         n = len(rows_of)
@@ -63,14 +85,23 @@ class IRLSEstimator(Estimator):
             limits[j] = self.k_sigma * 1.4826 * np.median(np.abs(rj - np.median(rj))) if rj.size else np.inf
         return np.maximum(limits, 1e-12)
 
-    def _fit(self, problem) -> BaseParameterModel:
-        cond = problem.check_excitation() if self.check_excitation else None
+    def iterate(self, problem, constrained: PhysicalLeastSquares | None = None) -> IRLSResult:
+        """The inner loop on ``problem``: unconstrained, or each solve by ``constrained`` (θ kept)."""
         n, joint = problem.n_dof, problem.row_joint()
         rows_of = [np.flatnonzero(joint == j) for j in range(n)]
         solver = problem.least_squares()
+        theta = None
+
+        def solve(weights, keep=None):
+            nonlocal theta
+            if constrained is None:
+                return solver.solve(weights, keep, covariance=False)
+            theta, fit = constrained.solve(weights, keep)
+            return fit
+
         b = problem.base.count
         weights = np.ones(n)
-        fit = solver.solve(weights, covariance=False)  # Eq. 25: residual of the first LS
+        fit = solve(weights)  # Eq. 25: residual of the first LS
         keep = np.ones(problem.n_rows, dtype=bool)
         n_params = solver.n_params(keep, per_joint=True)
         history = [fit.beta]
@@ -87,7 +118,7 @@ class IRLSEstimator(Estimator):
                     "irls rejected almost every sample as an outlier; raise 'threshold' or 'k_sigma'"
                 )
             weights = 1.0 / variance
-            fit = solver.solve(weights, new_keep, covariance=False)  # Eq. 29, with Gautier weights
+            fit = solve(weights, new_keep)  # Eq. 29 (Eq. 30 when constrained), with Gautier weights
             history.append(fit.beta)
             changed = bool(np.any(new_keep != keep))
             keep = new_keep
@@ -100,28 +131,69 @@ class IRLSEstimator(Estimator):
                 break
             seen.add(digest)
             n_params = solver.n_params(keep, per_joint=True)
-        covariance = solver.covariance(weights, None if keep.all() else keep, fit)
+        return IRLSResult(fit, theta, weights, keep, np.array(history), iterations, stop_reason, limits)
+
+    def _fit(self, problem) -> BaseParameterModel | StandardParameterModel:
+        cond = problem.check_excitation() if self.check_excitation else None
+        constrained = None if self.physical is None else PhysicalLeastSquares(problem, self.physical)
+        result = self.iterate(problem, constrained)
+        fit, keep, n, joint = result.fit, result.keep, problem.n_dof, problem.row_joint()
         rejected = np.bincount(joint[~keep], minlength=n)
         in_use = np.maximum(np.bincount(joint, minlength=n), 1)
-        return BaseParameterModel.from_problem(
+        history = History(np.arange(len(result.history), dtype=float), result.history, problem.base_parameter_names)
+        if constrained is None:
+            covariance = problem.least_squares().covariance(result.weights, None if keep.all() else keep, fit)
+            model, args, physical = BaseParameterModel, (fit.beta, covariance), {}
+        else:
+            model, args = StandardParameterModel, (result.theta,)
+            check = standard_consistency(problem.structure, result.theta)
+            physical = {
+                "consistent": check.consistent,
+                "link_min_eigenvalue": check.link_min_eigenvalue.tolist(),
+                "solver_status": constrained.program.status,
+            }
+        return model.from_problem(
             problem,
-            fit.beta,
-            covariance,
-            history=History(np.arange(len(history), dtype=float), np.array(history), problem.base_parameter_names),
+            *args,
+            history=history,
             diagnostics={
+                **physical,
                 "condition_number": cond,
-                "iterations": iterations,
-                "converged": stop_reason == STOP_SETTLED,
-                "stop_reason": stop_reason,
+                "iterations": result.iterations,
+                "converged": result.stop_reason == STOP_SETTLED,
+                "stop_reason": result.stop_reason,
                 "rejected_per_joint": [int(x) for x in rejected],
                 "rejected_fraction_per_joint": [float(x) for x in rejected / in_use],
                 "rejected_fraction": float(np.mean(~keep)),
-                "rejection_limit_per_joint": [float(x) if np.isfinite(x) else None for x in limits],
+                "rejection_limit_per_joint": [float(x) if np.isfinite(x) else None for x in result.limits],
                 "outliers_rejected": int(np.count_nonzero(~keep)),
                 "outlier_fraction": float(np.mean(~keep)),
                 **problem.diagnostics(),
             },
         )
+
+
+@dataclass(frozen=True)
+class IRLSResult:
+    """What the inner loop ends with (:meth:`IRLSEstimator.iterate`).
+
+    Attributes:
+        fit: the last solve (base values, residual of the rows in use).
+        theta: its standard parameters (p,) when constrained, else None.
+        weights: (n,) the last Gautier weights 1/Λ_j.
+        keep: (rows in use,) the rows not rejected as outliers.
+        history: (iterations + 1, b) base values after each solve.
+        iterations, stop_reason: how the loop ended; limits: (n,) the last residual limits.
+    """
+
+    fit: LeastSquaresFit
+    theta: np.ndarray | None
+    weights: np.ndarray
+    keep: np.ndarray
+    history: np.ndarray
+    iterations: int
+    stop_reason: str
+    limits: np.ndarray
 
 
 def _digest(keep: np.ndarray) -> bytes:

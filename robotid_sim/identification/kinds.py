@@ -153,6 +153,16 @@ class LinearParameterModel(IdentifiedModel):
         return list(self.parameter_names), np.array(self.values), self.std
 
     def check_structure(self, structure: RobotStructure) -> None:
+        """Refuse a robot whose kinematics, gravity, limits or parameter layout differ from the model's.
+
+        The model carries its friction law (the law a scenario assumed, or the exponents ``two_loop``
+        fitted), so a robot whose law differs only in kind or non-linear constants, with the same
+        friction parameters, is accepted: the model predicts with its own law.
+        """
+        if structure.friction_law != self.structure.friction_law and structure.n_dof == self.structure.n_dof:
+            own = structure.with_friction_law(self.structure.friction_law)
+            if own.parameter_names == structure.parameter_names:
+                structure = own
         differences = self.structure.differences(structure)
         if differences:
             shown = "; ".join(differences[:5]) + (f"; and {len(differences) - 5} more" if len(differences) > 5 else "")

@@ -390,6 +390,15 @@ class JointWeightedLeastSquares:
         fit = LeastSquaresFit(beta=z / self.scale, covariance=None, residual=residual)
         return replace(fit, covariance=self._covariance(system, w, residual)) if covariance else fit
 
+    def normal_equations(self, weights=None, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The column-scaled weighted normal equations (G, c) of the kept rows: G z = c, z = :attr:`scale` · β.
+
+        For a solver of its own (the LMI least squares of :mod:`robotid_sim.identification.lmi`):
+        Σ w (y − W β)² = zᵀ G z − 2 cᵀ z + Σ w y².
+        """
+        lam, _, keep = self._row_weights(np.ones(self.n_cells) if weights is None else weights, keep)
+        return self._system(lam, keep)
+
     def _dense(self, w: np.ndarray) -> LeastSquaresFit:
         return weighted_least_squares(self.source.matrix(), self.y, w)
 

@@ -394,6 +394,9 @@ class IdentificationProblem:
         dead = np.flatnonzero(scale < 1e-12 * max(scale.max(), 1e-300))
         if dead.size:
             return dead, np.inf, None, np.inf
+        if W.shape[0] < W.shape[1]:  # fewer equations than parameters: a null space, whatever the values
+            Vt = np.linalg.svd(W / scale)[2]
+            return dead, np.inf, Vt[-1], np.inf
         (R,) = scipy.linalg.qr(W, mode="r", check_finite=False)
         R = R[: W.shape[1]]
         _, s, Vt = np.linalg.svd(R / scale)

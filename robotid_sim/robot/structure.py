@@ -67,6 +67,12 @@ def _friction_law(friction: FrictionModel) -> dict:
     return {k: v for k, v in friction.to_dict().items() if k not in linear}
 
 
+def _with_zero_coefficients(law: dict, n: int) -> dict:
+    """A friction law with its required linear coefficients set to zero: a complete sidecar mapping."""
+    fields = {"coulomb_viscous": ("fc", "fv"), "nonlinear": ("fc", "fv"), "stribeck": ("fc", "fs", "fv")}
+    return {**law, **{name: [0.0] * n for name in fields.get(law.get("model"), ())}}
+
+
 @dataclass(frozen=True, eq=False)
 class RobotStructure(JointChain):
     """Kinematics, gravity, friction law and parameter layout of a robot, without its parameters.
@@ -133,21 +139,39 @@ class RobotStructure(JointChain):
         from robotid_sim.robot.model import Robot
 
         n = self.n_dof
-        law = dict(self.friction_law)
-        fields = {"coulomb_viscous": ("fc", "fv"), "nonlinear": ("fc", "fv"), "stribeck": ("fc", "fs", "fv")}
-        for name in fields.get(law.get("model"), ()):
-            law[name] = [0.0] * n
         return Robot(
             name=self.name,
             joints=list(self.joints),
             gravity=self.gravity,
-            friction=friction_from_dict(law, n),
+            friction=friction_from_dict(_with_zero_coefficients(self.friction_law, n), n),
             rotor_inertia=np.zeros(n) if self.rotor_inertia else None,
             gear_ratio=self.gear_ratio,
             velocity_limit=self.velocity_limit,
             acceleration_limit=self.acceleration_limit,
             locked_joints=dict(self.locked_joints),
         )
+
+    def with_friction_law(self, law: dict) -> RobotStructure:
+        """This structure with another friction law (``{"model": ..., "alpha": [...], ...}`` as in a sidecar,
+        without linear coefficients; a scalar constant applies to every joint).
+
+        How a scenario states the law its models assume, and how ``two_loop`` carries the exponents it fitted.
+
+        Raises:
+            ConfigError: a malformed law (unknown model or field, a constant of the wrong length or out of range).
+        """
+        n = self.n_dof
+        law = {k: v for k, v in dict(law).items() if k not in {"fc", "fv", "fs", "offset"}}
+        for key in ("alpha", "vs"):
+            if key in law and np.ndim(law[key]) == 0:
+                law[key] = [float(law[key])] * n
+        model = friction_from_dict(_with_zero_coefficients(law, n), n)
+        structure = replace(self, friction_law=_friction_law(model), _cache={})
+        if "base" in self._cache and model.kind == self.friction_law.get("model"):
+            # the same law with other constants: its columns stay independent of each other and of the rigid
+            # body's, so the reduction is the same; only its regressor is the new law's
+            structure._cache["base"] = replace(self._cache["base"], _regressor=structure._robot.regressor)
+        return structure
 
     # ----------------------------------------------------------------- dynamics
     def regressor(self, q, qd, qdd, columns=None) -> np.ndarray:

@@ -376,6 +376,8 @@ class RunPlan:
         recorded: (identification, validation) datasets of a data scenario, loaded and checked; else None.
         closed_loop: the ``closed_loop`` section, checked
             (:func:`~robotid_sim.scenario.closed_loop.prepare_closed_loop`); None without one.
+        structure: what the estimators are given: the robot's structure, with the friction law of
+            ``identification.friction_model`` when the scenario states one.
     """
 
     scenario: Scenario
@@ -390,6 +392,27 @@ class RunPlan:
     excitation_default: dict | None = None
     recorded: tuple[Dataset, Dataset] | None = None
     closed_loop: ClosedLoopPlan | None = None
+    structure: Any = None
+
+
+def _model_structure(robot, law: dict | None):
+    """The robot's structure with the friction law the scenario's models assume (``identification.friction_model``)."""
+    structure = robot.structure()
+    if law is None:
+        return structure
+    try:
+        assumed = structure.with_friction_law(law)
+    except ConfigError as exc:
+        raise ConfigError(f"scenario field 'identification.friction_model': {exc}") from None
+    if assumed.parameter_names != structure.parameter_names:
+        own = [n for n in structure.parameter_names if n not in assumed.parameter_names]
+        new = [n for n in assumed.parameter_names if n not in structure.parameter_names]
+        raise ConfigError(
+            f"scenario field 'identification.friction_model': law '{assumed.friction_law['model']}' has other friction "
+            f"parameters than robot '{robot.name}' ({structure.friction_law['model']}): {new[:3] or 'none'} instead of "
+            f"{own[:3] or 'none'}; choose a law with the same coefficients (coulomb_viscous and nonlinear: fc, fv, S)"
+        )
+    return assumed
 
 
 def _resolve(base_dir: Path, ref: str | None) -> str | None:
@@ -435,7 +458,8 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
         _resolve(base_dir, sc.robot), sidecar=_resolve(base_dir, sc.sidecar), lock_joints=sc.lock_joints or None
     )
     estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
-    base = robot.structure().base_parameters()
+    structure = _model_structure(robot, sc.identification.friction_model)
+    base = structure.base_parameters()
     _check_parameter_labels(sc.report.parameter_labels, base.names, robot.name)
     n_base = base.count
     forms_regressor = any(not estimator.streams_regressor for _, estimator in estimators)
@@ -456,6 +480,7 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
             budget=budget,
             recorded=(ident, val),
             closed_loop=_prepare_closed_loop(sc, robot, None, base_dir),
+            structure=structure,
         )
     sim = sc.simulation
     excitation = resolve_excitation(robot, sc.excitation)
@@ -489,6 +514,7 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
         validation_duration=validation_duration,
         excitation_default=generic_excitation_note(robot) if sc.excitation == "default" else None,
         closed_loop=_prepare_closed_loop(sc, robot, validation_excitation, base_dir),
+        structure=structure,
     )
 
 
@@ -748,7 +774,7 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     sc, robot, estimators = plan.scenario, plan.robot, plan.estimators
     simulated = plan.recorded is None
     problem = IdentificationProblem(
-        robot.structure(), ds_ident, velocity_deadband=sc.identification.velocity_deadband
+        plan.structure or robot.structure(), ds_ident, velocity_deadband=sc.identification.velocity_deadband
     )  # estimators never see the truth
     condition = problem.check_excitation()
     truth = robot.base_parameters()

@@ -117,6 +117,12 @@ class IdentificationConfig(_Strict):
         description="rad/s or m/s per joint (or one for all): samples where |qd_j| is below it are left out of "
         "joint j's equations, where sign(qd) of the Coulomb terms is noise",
     )
+    friction_model: dict[str, Any] | None = Field(
+        None,
+        description="the friction law the estimators assume, as in a sidecar without coefficients ({model: "
+        "coulomb_viscous}, {model: nonlinear, alpha: 1.0}); default: the robot's own law. It must have the "
+        "robot's friction parameters (coulomb_viscous and nonlinear both have fc, fv, S)",
+    )
 
 
 class EstimatorEntry(_Strict):

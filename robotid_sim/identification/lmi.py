@@ -1,0 +1,447 @@
+"""Physically consistent least squares: linear matrix inequalities on the standard parameters.
+
+Seed 001 (Eq. 17–23, 30) solves its weighted least squares over the base parameters *and* the
+dependent ones together, subject to physical feasibility. Here the decision variable is the full
+standard parameter vector θ (p,) of the robot structure; the data enter through the base values
+β = K θ only, and every link's parameters must describe a rigid body:
+
+- per link, the 4×4 pseudo-inertia J(θ_link) ⪰ ``margin``·E (Wensing, Kim & Slotine 2017; see
+  :func:`robotid_sim.robot.physical.pseudo_inertia`). J ≻ 0 implies positive mass, a positive
+  definite inertia about the COM and the triangle inequality of its principal moments, which is
+  stronger than seed 001's D_i ≻ 0 (Eq. 18) and than FloBaRoID's check after the fact;
+- rotor inertia Ia ≥ 0, and the friction coefficients fc, fs, fv ≥ 0 (the offset S is free);
+- optional prior knowledge: mass ranges per link, and the COM inside a box per link
+  (m·lo ≤ m·c ≤ m·hi, linear in θ);
+- an optional regulariser toward a prior parameter set (the CAD values of a URDF): Euclidean
+  ‖θ − θ₀‖², or the geometric (log-det) divergence of Lee et al. 2020,
+  Σ_links −log det(J₀⁻¹ J) + tr(J₀⁻¹ J) − 4.
+
+The weighted least-squares term Σ w_r (y_r − W_r β)² is taken from the normal equations of the
+streamed solver (:meth:`JointWeightedLeastSquares.normal_equations`): with G = V diag(s) Vᵀ it is
+‖diag(√s) Vᵀ z − diag(1/√s) Vᵀ c‖² plus a constant, a b-row least squares whatever the number of
+samples. The conic program is built once with cvxpy parameters, so a re-weighted solve (IRLS) only
+refactors it; Clarabel solves it (SCS on request). When no regulariser is set and the solution lies
+inside the feasible set, a *polish* step moves it onto the unconstrained optimum along a feasible
+line (the solver's tolerance would otherwise leave ~1e-6 relative error on weak directions).
+
+:func:`consistency` reports, for any model linear in the parameters, whether it is physically
+consistent: for a standard set the smallest pseudo-inertia eigenvalue of each link; for base values
+the largest common margin t such that some standard set with these base values has every J ⪰ t·E
+(a semidefinite feasibility problem: base values whose best t is ≤ 0 are physically impossible).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from robotid_sim.errors import ConfigError, IdentificationError, RobotIdError
+from robotid_sim.identification.estimator import EstimatorOptions
+from robotid_sim.identification.least_squares import LeastSquaresFit
+from robotid_sim.robot.physical import pseudo_inertia
+
+#: friction coefficients that must be ≥ 0 (by their suffix; the offset S is free)
+NONNEGATIVE_FRICTION = ("fc", "fs", "fv")
+#: relative eigenvalue cut of the Gram matrix: directions below it carry no information from the data
+GRAM_RANK_CUT = 1e-9
+#: cap of the margin of :func:`consistency` (a link the data do not determine could grow J without bound)
+MARGIN_CAP = 1.0
+
+
+class PhysicalOptions(EstimatorOptions):
+    """Options of the physical-consistency constraints (``lmi_wls``, ``irls`` with ``physical``, ``two_loop``)."""
+
+    margin: float = Field(
+        1e-6,
+        gt=0,
+        description="smallest eigenvalue every link's pseudo-inertia must keep (kg·m² / kg): J ⪰ margin·E",
+    )
+    mass_bounds: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="prior mass range per link, {link number (1 = first moving link): [min, max]} in kg",
+    )
+    com_box: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[float, float]]] = Field(
+        default_factory=dict,
+        description="prior COM box per link in its frame, {link number: [[x_min, x_max], [y_min, y_max], "
+        "[z_min, z_max]]} in m",
+    )
+    regularization: Literal["none", "euclidean", "log_det"] = Field(
+        "none",
+        description="pull toward the prior's parameters: 'euclidean' ‖θ − θ₀‖², 'log_det' the geometric "
+        "divergence of the pseudo-inertias (Lee et al. 2020)",
+    )
+    regularization_weight: float = Field(
+        0.0,
+        ge=0,
+        description="weight of the regulariser against the weighted squared residual (a sum over rows, each "
+        "row's weight 1/σ² for WLS, so the data term grows with the number of samples)",
+    )
+    prior: str | None = Field(
+        None,
+        description="the prior (CAD) parameters: a bundled robot name or a URDF path (its sidecar beside it) "
+        "with the same parameters as the identified robot; required by a regulariser",
+    )
+    solver: Literal["CLARABEL", "SCS"] = Field("CLARABEL", description="cvxpy conic solver")
+
+    @field_validator("mass_bounds")
+    @classmethod
+    def _ordered_mass(cls, value):
+        for link, (lo, hi) in value.items():
+            if not (np.isfinite(lo) and np.isfinite(hi) and 0 <= lo < hi):
+                raise ValueError(f"link {link}: mass bounds must be finite with 0 <= min < max, got [{lo}, {hi}]")
+        return value
+
+    @field_validator("com_box")
+    @classmethod
+    def _ordered_box(cls, value):
+        for link, box in value.items():
+            for axis, (lo, hi) in zip("xyz", box, strict=True):
+                if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                    raise ValueError(f"link {link}: COM {axis} range must be finite with min < max, got [{lo}, {hi}]")
+        return value
+
+    def needs_prior(self) -> bool:
+        return self.regularization != "none" and self.regularization_weight > 0
+
+
+def physical_options(estimator) -> PhysicalOptions:
+    """The :class:`PhysicalOptions` fields of an estimator's options (which subclass them)."""
+    return PhysicalOptions(**{k: getattr(estimator, k) for k in PhysicalOptions.model_fields})
+
+
+# ------------------------------------------------------------------------------ structure layout
+@dataclass(frozen=True)
+class _Layout:
+    """Where each constrained quantity sits in θ."""
+
+    links: np.ndarray  # (n, 10) indices of each link's inertial parameters
+    nonnegative: np.ndarray  # indices of Ia and of the nonnegative friction coefficients
+    names: list[str]
+
+    @classmethod
+    def of(cls, structure) -> _Layout:
+        names = structure.parameter_names
+        slices = structure.parameter_slices()
+        links = np.asarray(slices["inertial"]).reshape(-1, 10)
+        friction = [int(i) for i in slices["friction"] if names[i].rstrip("0123456789") in NONNEGATIVE_FRICTION]
+        nonnegative = np.array(sorted([*map(int, slices["rotor"]), *friction]), dtype=int)
+        return cls(links, nonnegative, names)
+
+    def link_index(self, key: str, what: str) -> int:
+        n = len(self.links)
+        try:
+            k = int(key)
+        except (TypeError, ValueError):
+            k = 0
+        if not 1 <= k <= n:
+            raise ConfigError(f"option '{what}': link {key!r} is not a link number from 1 to {n}")
+        return k - 1
+
+
+#: vec(J) (row-major, 16) = _J_MAP @ phi (10): the pseudo-inertia is linear in the link's parameters
+_J_MAP = np.stack([pseudo_inertia(e).reshape(16) for e in np.eye(10)], axis=1)
+
+
+def link_min_eigenvalues(structure, theta) -> np.ndarray:
+    """Smallest pseudo-inertia eigenvalue (n,) of each link of the standard parameters ``theta`` (p,)."""
+    layout = _Layout.of(structure)
+    return np.linalg.eigvalsh(pseudo_inertia(np.asarray(theta, float)[layout.links]))[:, 0]
+
+
+def load_prior(prior: str, structure) -> np.ndarray:
+    """The standard parameters (p,) of a bundled robot or URDF, checked to have ``structure``'s parameters."""
+    from robotid_sim.robot import load_robot
+
+    try:
+        robot = load_robot(prior if not str(prior).endswith(".urdf") else Path(prior))
+    except RobotIdError as exc:
+        raise ConfigError(f"option 'prior': {exc}") from None
+    if robot.parameter_names != structure.parameter_names:
+        raise ConfigError(
+            f"option 'prior': robot '{robot.name}' has other standard parameters than '{structure.name}' "
+            f"({robot.n_parameters} vs {structure.n_parameters}); give the CAD model of the same robot"
+        )
+    theta = robot.true_parameters()
+    if np.any(link_min_eigenvalues(structure, theta) <= 0):
+        raise ConfigError(f"option 'prior': robot '{robot.name}' is itself not physically consistent")
+    return theta
+
+
+# ------------------------------------------------------------------------------ the solver
+class ConsistentLeastSquares:
+    """min_θ ‖A (D K θ) − t‖² + regulariser, subject to the physical constraints (a cvxpy program).
+
+    Args:
+        structure: the robot structure (parameter layout; the friction law's constants do not matter).
+        K: (b, p) base map β = K θ.
+        options: :class:`PhysicalOptions`.
+
+    Call :meth:`solve` with a scaled normal-equation system (G, c) and its column scale D as many times
+    as needed: the program is compiled once.
+    """
+
+    def __init__(self, structure, K: np.ndarray, options: PhysicalOptions):
+        import cvxpy as cp
+
+        self.structure, self.options = structure, options
+        self.K = np.asarray(K, float)
+        self._K_pinv = np.linalg.pinv(self.K)
+        b, p = self.K.shape
+        layout = _Layout.of(structure)
+        self.layout = layout
+        if options.needs_prior() and options.prior is None:
+            raise ConfigError("option 'prior' is required by a regulariser: a bundled robot name or a URDF path")
+        self.prior = load_prior(options.prior, structure) if options.needs_prior() else None
+        self.theta = cp.Variable(p, name="theta")
+        self.A = cp.Parameter((b, p), name="A")
+        self.t = cp.Parameter(b, name="t")
+        objective = cp.sum_squares(self.A @ self.theta - self.t)
+        constraints = []
+        self._J = []
+        for k, idx in enumerate(layout.links):
+            J = cp.Variable((4, 4), symmetric=True, name=f"J{k + 1}")
+            constraints += [cp.vec(J, order="C") == _J_MAP @ self.theta[idx], J >> options.margin * np.eye(4)]
+            self._J.append(J)
+        if layout.nonnegative.size:
+            constraints.append(self.theta[layout.nonnegative] >= 0)
+        for key, (lo, hi) in options.mass_bounds.items():
+            m = self.theta[layout.links[layout.link_index(key, "mass_bounds"), 9]]
+            constraints += [m >= lo, m <= hi]
+        for key, box in options.com_box.items():
+            idx = layout.links[layout.link_index(key, "com_box")]
+            m = self.theta[idx[9]]
+            for axis, (lo, hi) in enumerate(box):
+                h = self.theta[idx[6 + axis]]
+                constraints += [h >= lo * m, h <= hi * m]
+        weight = self.weight = cp.Parameter(nonneg=True, name="weight")  # the regulariser's, over the data's scale
+        if self.prior is not None and options.regularization == "euclidean":
+            objective = objective + weight * cp.sum_squares(self.theta - self.prior)
+        elif self.prior is not None and options.regularization == "log_det":
+            J0 = pseudo_inertia(self.prior[layout.links])
+            for J, J0_k in zip(self._J, J0, strict=True):
+                objective = objective + weight * (-cp.log_det(J) + cp.trace(np.linalg.inv(J0_k) @ J) - 4.0)
+        self.problem = cp.Problem(cp.Minimize(objective), constraints)
+        self.status = ""
+
+    def solve(
+        self, G: np.ndarray, c: np.ndarray, scale: np.ndarray, unconstrained: np.ndarray | None = None
+    ) -> np.ndarray:
+        """θ (p,) minimising ‖W β − y‖²_w (scaled normal equations ``G z = c``, z = scale·β) under the constraints.
+
+        Args:
+            G, c: the scaled weighted normal equations of the rows in use.
+            scale: (b,) their column scale.
+            unconstrained: the unconstrained optimum z* of the same system, if known: the polish step
+                moves toward it (only without a regulariser).
+
+        Raises:
+            IdentificationError: the constraints cannot be met (contradictory bounds) or the solver failed.
+        """
+        import cvxpy as cp
+
+        s, V = np.linalg.eigh(0.5 * (G + G.T))
+        keep = s > GRAM_RANK_CUT * max(s[-1], 1e-300)
+        root = np.zeros_like(G)
+        # the data term divided by its largest curvature (Gautier weights of near-exact data are huge), the
+        # regulariser's weight with it: the same minimiser, numbers the conic solver handles
+        size = max(s[-1], 1e-300)
+        self.weight.value = self.options.regularization_weight / size
+        s = s / size
+        root[: keep.sum()] = np.sqrt(s[keep])[:, None] * V[:, keep].T
+        t = np.zeros(len(c))
+        t[: keep.sum()] = (V[:, keep].T @ (c / size)) / np.sqrt(s[keep])
+        DK = np.asarray(scale, float)[:, None] * self.K
+        self.A.value = root @ DK
+        self.t.value = t
+        solvers = [self.options.solver, *(s for s in ("CLARABEL", "SCS") if s != self.options.solver)]
+        for k, name in enumerate(solvers):  # a numerical breakdown of one solver: the other one
+            try:
+                with warnings.catch_warnings():  # an inaccurate solution is reported in ``status``, not on the terminal
+                    warnings.simplefilter("ignore", UserWarning)
+                    self.problem.solve(solver=getattr(cp, name))
+                break
+            except cp.error.SolverError as exc:
+                if k == len(solvers) - 1:
+                    raise IdentificationError(f"the LMI least squares failed in {solvers}: {exc}") from None
+        status = self.problem.status
+        self.status = status if name == self.options.solver else f"{status} ({name}: {self.options.solver} failed)"
+        if status in ("infeasible", "infeasible_inaccurate"):
+            raise IdentificationError(
+                "no physically consistent parameters meet the constraints: check 'mass_bounds', 'com_box' and "
+                f"'margin' (now {self.options.margin:g}) against the robot"
+            )
+        if self.theta.value is None or status not in ("optimal", "optimal_inaccurate"):
+            raise IdentificationError(f"the LMI least squares ended with solver status '{status}'")
+        theta = np.array(self.theta.value, float)
+        if unconstrained is not None and self.prior is None:
+            theta = self._polish(theta, np.asarray(unconstrained, float), G, c, DK, scale)
+        return theta
+
+    def feasible(self, theta: np.ndarray, slack: float = 0.0) -> bool:
+        """Whether ``theta`` meets every constraint (eigenvalues against ``margin·(1 − slack)``)."""
+        o, layout = self.options, self.layout
+        if np.any(link_min_eigenvalues(self.structure, theta) < o.margin * (1.0 - slack)):
+            return False
+        if layout.nonnegative.size and np.any(theta[layout.nonnegative] < 0):
+            return False
+        for key, (lo, hi) in o.mass_bounds.items():
+            m = theta[layout.links[layout.link_index(key, "mass_bounds"), 9]]
+            if not lo <= m <= hi:
+                return False
+        for key, box in o.com_box.items():
+            idx = layout.links[layout.link_index(key, "com_box")]
+            for axis, (lo, hi) in enumerate(box):
+                if not lo * theta[idx[9]] <= theta[idx[6 + axis]] <= hi * theta[idx[9]]:
+                    return False
+        return True
+
+    def _polish(
+        self, theta: np.ndarray, z_star: np.ndarray, G: np.ndarray, c: np.ndarray, DK: np.ndarray, scale: np.ndarray
+    ) -> np.ndarray:
+        """Move from the solver's θ toward the unconstrained optimum as far as the constraints allow.
+
+        The step is the least-norm change of θ that gives the base values of ``z_star``; the
+        objective is convex and smallest at ``z_star``, so every step along it lowers the objective.
+        """
+        if not self.feasible(theta, slack=1e-3):
+            return theta
+        step = self._K_pinv @ ((z_star - DK @ theta) / scale)  # K has full row rank: (D K)⁺ = K⁺ D⁻¹
+
+        def cost(th):
+            z = DK @ th
+            return float(z @ G @ z - 2 * c @ z)
+
+        if self.feasible(theta + step):
+            return theta + step
+        lo, hi = 0.0, 1.0
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if self.feasible(theta + mid * step) else (lo, mid)
+        best = theta + lo * step
+        return best if cost(best) <= cost(theta) else theta
+
+
+# ------------------------------------------------------------------------------ consistency of any model
+@dataclass(frozen=True)
+class Consistency:
+    """Whether a parameter set is physically consistent.
+
+    Attributes:
+        consistent: every link's pseudo-inertia ≻ 0, rotor inertia and friction coefficients ≥ 0.
+        link_min_eigenvalue: (n,) smallest pseudo-inertia eigenvalue per link: of the standard set
+            itself, or (for base values) of the standard set found with the largest common margin.
+        source: ``"standard"`` (a full standard set) or ``"base"`` (the best set with these base values).
+        note: what failed, in words ("" when consistent).
+    """
+
+    consistent: bool
+    link_min_eigenvalue: np.ndarray
+    source: str
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "consistent": self.consistent,
+            "link_min_eigenvalue": [float(x) for x in self.link_min_eigenvalue],
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+def standard_consistency(structure, theta) -> Consistency:
+    """The consistency of a full standard parameter set (p,)."""
+    theta = np.asarray(theta, float)
+    layout = _Layout.of(structure)
+    eig = link_min_eigenvalues(structure, theta)
+    notes = [f"link {k + 1} pseudo-inertia eigenvalue {e:.3g} <= 0" for k, e in enumerate(eig) if e <= 0]
+    notes += [f"{layout.names[i]} = {theta[i]:.3g} < 0" for i in layout.nonnegative if theta[i] < 0]
+    return Consistency(not notes, eig, "standard", "; ".join(notes))
+
+
+def base_consistency(structure, K: np.ndarray, beta: np.ndarray) -> Consistency:
+    """Whether some standard set θ with K θ = ``beta`` is physically consistent (a semidefinite program).
+
+    Maximises the common margin t ≤ :data:`MARGIN_CAP` with every link's J(θ) ⪰ t·E, rotor inertia and
+    friction coefficients ≥ 0; the base values are consistent when t > 0.
+    """
+    import cvxpy as cp
+
+    layout = _Layout.of(structure)
+    K = np.asarray(K, float)
+    beta = np.asarray(beta, float)
+    scale = np.maximum(np.abs(beta), 1e-3)  # equality rows scaled to unit size
+    theta = cp.Variable(K.shape[1])
+    margin = cp.Variable()
+    constraints = [(K / scale[:, None]) @ theta == beta / scale, margin <= MARGIN_CAP]
+    for idx in layout.links:
+        J = cp.Variable((4, 4), symmetric=True)
+        constraints += [cp.vec(J, order="C") == _J_MAP @ theta[idx], J >> margin * np.eye(4)]
+    if layout.nonnegative.size:
+        constraints.append(theta[layout.nonnegative] >= 0)
+    problem = cp.Problem(cp.Maximize(margin), constraints)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError as exc:  # pragma: no cover - solver breakdown
+        return Consistency(False, np.full(len(layout.links), np.nan), "base", f"the feasibility check failed: {exc}")
+    if problem.status in ("infeasible", "infeasible_inaccurate") or theta.value is None:
+        return Consistency(
+            False,
+            np.full(len(layout.links), np.nan),
+            "base",
+            "no standard set with these base values has its rotor inertias and friction coefficients >= 0",
+        )
+    eig = link_min_eigenvalues(structure, theta.value)
+    ok = bool(margin.value > 0 and np.all(eig > 0))
+    best = float(margin.value)
+    note = "" if ok else f"no standard set with these base values has every pseudo-inertia > 0 (best margin {best:.3g})"
+    return Consistency(ok, eig, "base", note)
+
+
+def model_consistency(model) -> Consistency | None:
+    """:func:`standard_consistency` or :func:`base_consistency` of a model linear in inertial parameters
+    (a residual model: of its base model); None for a model without inertial parameters."""
+    from robotid_sim.identification.kinds import BaseParameterModel, ResidualModel, StandardParameterModel
+
+    while isinstance(model, ResidualModel):
+        model = model.base
+    if isinstance(model, StandardParameterModel):
+        return standard_consistency(model.structure, model.values)
+    if isinstance(model, BaseParameterModel):
+        base = model.structure.base_parameters()
+        return base_consistency(model.structure, base.K, model.base_values())
+    return None
+
+
+# ------------------------------------------------------------------------------ on a problem
+class PhysicalLeastSquares:
+    """The constrained counterpart of :meth:`JointWeightedLeastSquares.solve` on a problem's rows in use.
+
+    Args:
+        problem: the :class:`~robotid_sim.identification.IdentificationProblem`.
+        options: :class:`PhysicalOptions`.
+        program: a :class:`ConsistentLeastSquares` of the same parameter layout and base map to reuse
+            (``two_loop`` solves one per friction exponent); default: a new one.
+    """
+
+    def __init__(self, problem, options: PhysicalOptions, program: ConsistentLeastSquares | None = None):
+        self.problem = problem
+        self.ls = problem.least_squares()
+        self.program = program or ConsistentLeastSquares(problem.structure, problem.base.K, options)
+
+    def solve(self, weights=None, keep: np.ndarray | None = None) -> tuple[np.ndarray, LeastSquaresFit]:
+        """(θ (p,), fit of its base values β = K θ with the residual of every row in use)."""
+        G, c = self.ls.normal_equations(weights, keep)
+        s = np.linalg.eigvalsh(G)
+        z_star = None
+        if s[0] > 1e-13 * s[-1]:  # the data determine every base value: the unconstrained optimum exists
+            z_star = self.ls.solve(weights, keep, covariance=False).beta * self.ls.scale
+        theta = self.program.solve(G, c, self.ls.scale, z_star)
+        beta = self.problem.base.K @ theta
+        return theta, LeastSquaresFit(beta=beta, covariance=None, residual=self.ls.y - self.ls.source.predict(beta))
