@@ -86,6 +86,9 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "robotid_sim_plugins.adaline",
     "robotid_sim_plugins.hopfield",
     "robotid_sim_plugins.ekf",
+    "robotid_sim_plugins.lmi_wls",
+    "robotid_sim_plugins.two_loop",
+    "robotid_sim_plugins.semiparametric",
 )
 #: package holding the built-in plugin modules
 BUILTIN_PACKAGE = "robotid_sim_plugins"

@@ -22,6 +22,7 @@ from robotid_sim.report.tables import (
     base_parameter_rows,
     closed_loop_rows,
     comparison_rows,
+    consistency_rows,
     per_joint_rows,
     relative_error_rows,
     sensitivity_rows,
@@ -47,6 +48,13 @@ _PREFIX_CAPTIONS = {
     "sparsity/": "Coefficient sparsity: ",
 }
 #: under the validation-trajectory table, in both renderers
+_CONSISTENCY_HINT = (
+    "Smallest eigenvalue of each link's pseudo-inertia J = [[½tr(I)E − I, mc], [mcᵀ, m]] (kg·m², kg): J ≻ 0 means "
+    "positive mass, positive-definite inertia and the triangle inequality (Wensing et al. 2017). A full standard set "
+    "(lmi_wls, irls with physical, two_loop, CAD) is judged as it is; base values are judged by the standard set with "
+    "those base values whose smallest eigenvalue is largest (a semidefinite program): 'no' means no rigid bodies have "
+    "these base values, and an open-loop simulation may then diverge"
+)
 _TRAJECTORY_HINT = (
     "Joint positions of each model's open-loop simulation under the validation torque against the true robot's "
     "(measured ones for recorded data): RMS (rad or m), RSD and Willmott agreement index AI (seed 004 Eq. 45–47); "
@@ -163,6 +171,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += ["## Torque RMS per joint", ""]
         out += _md_table(headers, rows)
         out += ["", "Lowest value per joint in **bold**.", ""]
+
+    headers, rows = consistency_rows(result)
+    if rows:
+        out += ["## Physical consistency", ""]
+        out += _md_table(headers, rows, text_columns=(0, 1))
+        out += ["", _md_escape(_CONSISTENCY_HINT), ""]
 
     headers, rows = trajectory_rows(result)
     if rows:
@@ -323,6 +337,12 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         headers, rows = per_joint_rows(result)
         out += _html_table(headers, rows)
         out.append('<p class="hint">Lowest value per joint highlighted.</p>')
+
+    headers, rows = consistency_rows(result)
+    if rows:
+        out.append("<h2>Physical consistency</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 1))
+        out.append(f'<p class="hint">{_esc(_CONSISTENCY_HINT)}</p>')
 
     headers, rows = trajectory_rows(result)
     if rows:

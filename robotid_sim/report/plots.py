@@ -330,7 +330,10 @@ def plot_parameter_convergence(
     t, history, std, xlabel = _history(outcome, xlabel)
     b = history.shape[1]
     truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
-    reference = truth if truth is not None else np.asarray(outcome.values, dtype=float).ravel()
+    values = np.asarray(outcome.values, dtype=float).ravel()
+    if truth is not None and truth.size != b:  # a history of other quantities (two_loop's α, a base-value history)
+        truth = None
+    reference = truth if truth is not None else (values if values.size == b else history[-1])
     denominator, _ = parameter_scale(reference)
     normalised = 1.0 + (history - reference) / denominator
     band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)

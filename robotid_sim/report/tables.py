@@ -200,10 +200,32 @@ def per_joint_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     per_outcome = [per_joint_rms(result, o) for o in result.outcomes]
     estimators = [o.name not in result.baselines for o in result.outcomes]
     rows = []
-    for j, joint in enumerate(result.joint_names):
-        values = [float(rms[j]) for rms in per_outcome]
+    for j, joint in enumerate([*result.joint_names, "sum"]):
+        values = [float(rms[j]) if j < len(rms) else float(np.sum(rms)) for rms in per_outcome]
         mask = _best_mask(values, "min", estimators)
         rows.append([Cell(joint)] + [Cell(format_number(v), v, b) for v, b in zip(values, mask, strict=True)])
+    return headers, rows
+
+
+def consistency_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """Physical consistency of each model (metrics ``physically_consistent`` and ``link_min_eigenvalue``): yes/no
+    and the smallest pseudo-inertia eigenvalue of each link; models without inertial parameters are left out.
+
+    Returns:
+        ``(headers, rows)`` with headers ``["model", "consistent", "link 1", ...]``; no rows when no model has it.
+    """
+    checked = [o for o in result.outcomes if o.metrics.get("link_min_eigenvalue") is not None]
+    if not checked:
+        return [], []
+    n = max(len(o.metrics["link_min_eigenvalue"]) for o in checked)
+    headers = ["model", "consistent"] + [f"link {k + 1}" for k in range(n)]
+    rows = []
+    for o in checked:
+        values = [
+            Cell("—") if v is None or not np.isfinite(v) else Cell(format_number(v), v)
+            for v in o.metrics["link_min_eigenvalue"]
+        ]
+        rows.append([Cell(o.name), Cell("yes" if o.metrics.get("physically_consistent") else "no")] + values)
     return headers, rows
 
 

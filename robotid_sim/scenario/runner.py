@@ -51,6 +51,7 @@ from robotid_sim.identification import (
     StandardParameterModel,
 )
 from robotid_sim.identification import metrics as M
+from robotid_sim.identification.lmi import model_consistency
 from robotid_sim.identification.problem import check_data_matches_robot
 from robotid_sim.identification.validation import rollout, trajectory_error
 from robotid_sim.plugins import get_estimator
@@ -822,6 +823,12 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
             "fit_time_s": float(model.diagnostics.get("fit_time_s", np.nan)) if estimator is not None else None,
             "condition_number": float(condition),
         }
+        consistency = model_consistency(model)
+        if consistency is not None:
+            metrics["physically_consistent"] = float(consistency.consistent)
+            metrics["link_min_eigenvalue"] = [
+                float(v) if np.isfinite(v) else None for v in consistency.link_min_eigenvalue
+            ]
         base_values = model.base_values() if isinstance(model, LinearParameterModel) else None
         if base_values is not None and simulated:
             metrics["base_parameter_error"] = float(M.relative_parameter_error(base_values, truth_base))
