@@ -33,6 +33,7 @@ the largest common margin t such that some standard set with these base values h
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -49,6 +50,8 @@ from robotid_sim.robot.physical import pseudo_inertia
 NONNEGATIVE_FRICTION = ("fc", "fs", "fv")
 #: relative eigenvalue cut of the Gram matrix: directions below it carry no information from the data
 GRAM_RANK_CUT = 1e-9
+#: relative smallest eigenvalue of the Gram matrix above which the data determine every base value
+FULL_RANK = 1e-13
 #: cap of the margin of :func:`consistency` (a link the data do not determine could grow J without bound)
 MARGIN_CAP = 1.0
 
@@ -142,6 +145,21 @@ class _Layout:
             raise ConfigError(f"option '{what}': link {key!r} is not a link number from 1 to {n}")
         return k - 1
 
+    def min_eigenvalues(self, theta) -> np.ndarray:
+        """Smallest pseudo-inertia eigenvalue (n,) of each link of ``theta`` (p,)."""
+        return np.linalg.eigvalsh(pseudo_inertia(np.asarray(theta, float)[self.links]))[:, 0]
+
+    def pseudo_inertia_constraints(self, theta, lower) -> tuple[list, list]:
+        """(J per link, constraints J = J(θ_link) ⪰ ``lower``·E) for the cvxpy variable ``theta``."""
+        import cvxpy as cp
+
+        Js, constraints = [], []
+        for k, idx in enumerate(self.links):
+            J = cp.Variable((4, 4), symmetric=True, name=f"J{k + 1}")
+            constraints += [cp.vec(J, order="C") == _J_MAP @ theta[idx], J >> lower * np.eye(4)]
+            Js.append(J)
+        return Js, constraints
+
 
 #: vec(J) (row-major, 16) = _J_MAP @ phi (10): the pseudo-inertia is linear in the link's parameters
 _J_MAP = np.stack([pseudo_inertia(e).reshape(16) for e in np.eye(10)], axis=1)
@@ -149,8 +167,7 @@ _J_MAP = np.stack([pseudo_inertia(e).reshape(16) for e in np.eye(10)], axis=1)
 
 def link_min_eigenvalues(structure, theta) -> np.ndarray:
     """Smallest pseudo-inertia eigenvalue (n,) of each link of the standard parameters ``theta`` (p,)."""
-    layout = _Layout.of(structure)
-    return np.linalg.eigvalsh(pseudo_inertia(np.asarray(theta, float)[layout.links]))[:, 0]
+    return _Layout.of(structure).min_eigenvalues(theta)
 
 
 def load_prior(prior: str, structure) -> np.ndarray:
@@ -201,23 +218,23 @@ class ConsistentLeastSquares:
         self.A = cp.Parameter((b, p), name="A")
         self.t = cp.Parameter(b, name="t")
         objective = cp.sum_squares(self.A @ self.theta - self.t)
-        constraints = []
-        self._J = []
-        for k, idx in enumerate(layout.links):
-            J = cp.Variable((4, 4), symmetric=True, name=f"J{k + 1}")
-            constraints += [cp.vec(J, order="C") == _J_MAP @ self.theta[idx], J >> options.margin * np.eye(4)]
-            self._J.append(J)
-        if layout.nonnegative.size:
-            constraints.append(self.theta[layout.nonnegative] >= 0)
-        for key, (lo, hi) in options.mass_bounds.items():
-            m = self.theta[layout.links[layout.link_index(key, "mass_bounds"), 9]]
-            constraints += [m >= lo, m <= hi]
+        # prior knowledge as index rows, for the program and for :meth:`feasible`: (mass, min, max) and
+        # (first moment, mass, min, max), i.e. min·m <= m·c <= max·m
+        self._masses = [
+            (layout.links[layout.link_index(key, "mass_bounds"), 9], lo, hi)
+            for key, (lo, hi) in options.mass_bounds.items()
+        ]
+        self._moments = []
         for key, box in options.com_box.items():
             idx = layout.links[layout.link_index(key, "com_box")]
-            m = self.theta[idx[9]]
-            for axis, (lo, hi) in enumerate(box):
-                h = self.theta[idx[6 + axis]]
-                constraints += [h >= lo * m, h <= hi * m]
+            self._moments += [(idx[6 + axis], idx[9], lo, hi) for axis, (lo, hi) in enumerate(box)]
+        self._J, constraints = layout.pseudo_inertia_constraints(self.theta, options.margin)
+        if layout.nonnegative.size:
+            constraints.append(self.theta[layout.nonnegative] >= 0)
+        for i, lo, hi in self._masses:
+            constraints += [self.theta[i] >= lo, self.theta[i] <= hi]
+        for h, m, lo, hi in self._moments:
+            constraints += [self.theta[h] >= lo * self.theta[m], self.theta[h] <= hi * self.theta[m]]
         weight = self.weight = cp.Parameter(nonneg=True, name="weight")  # the regulariser's, over the data's scale
         if self.prior is not None and options.regularization == "euclidean":
             objective = objective + weight * cp.sum_squares(self.theta - self.prior)
@@ -229,15 +246,20 @@ class ConsistentLeastSquares:
         self.status = ""
 
     def solve(
-        self, G: np.ndarray, c: np.ndarray, scale: np.ndarray, unconstrained: np.ndarray | None = None
+        self,
+        G: np.ndarray,
+        c: np.ndarray,
+        scale: np.ndarray,
+        unconstrained: Callable[[], np.ndarray] | None = None,
     ) -> np.ndarray:
         """θ (p,) minimising ‖W β − y‖²_w (scaled normal equations ``G z = c``, z = scale·β) under the constraints.
 
         Args:
             G, c: the scaled weighted normal equations of the rows in use.
             scale: (b,) their column scale.
-            unconstrained: the unconstrained optimum z* of the same system, if known: the polish step
-                moves toward it (only without a regulariser).
+            unconstrained: returns the unconstrained optimum z* of the same system; the polish step moves
+                toward it. Called only without a regulariser and when the data determine every base value
+                (every eigenvalue of G above :data:`FULL_RANK` of the largest).
 
         Raises:
             IdentificationError: the constraints cannot be met (contradictory bounds) or the solver failed.
@@ -258,7 +280,7 @@ class ConsistentLeastSquares:
         DK = np.asarray(scale, float)[:, None] * self.K
         self.A.value = root @ DK
         self.t.value = t
-        solvers = [self.options.solver, *(s for s in ("CLARABEL", "SCS") if s != self.options.solver)]
+        solvers = [self.options.solver, *(other for other in ("CLARABEL", "SCS") if other != self.options.solver)]
         for k, name in enumerate(solvers):  # a numerical breakdown of one solver: the other one
             try:
                 with warnings.catch_warnings():  # an inaccurate solution is reported in ``status``, not on the terminal
@@ -278,27 +300,20 @@ class ConsistentLeastSquares:
         if self.theta.value is None or status not in ("optimal", "optimal_inaccurate"):
             raise IdentificationError(f"the LMI least squares ended with solver status '{status}'")
         theta = np.array(self.theta.value, float)
-        if unconstrained is not None and self.prior is None:
-            theta = self._polish(theta, np.asarray(unconstrained, float), G, c, DK, scale)
+        if unconstrained is not None and self.prior is None and s[0] > FULL_RANK:
+            theta = self._polish(theta, np.asarray(unconstrained(), float), G, c, DK, scale)
         return theta
 
     def feasible(self, theta: np.ndarray, slack: float = 0.0) -> bool:
         """Whether ``theta`` meets every constraint (eigenvalues against ``margin·(1 − slack)``)."""
-        o, layout = self.options, self.layout
-        if np.any(link_min_eigenvalues(self.structure, theta) < o.margin * (1.0 - slack)):
+        layout = self.layout
+        if np.any(layout.min_eigenvalues(theta) < self.options.margin * (1.0 - slack)):
             return False
         if layout.nonnegative.size and np.any(theta[layout.nonnegative] < 0):
             return False
-        for key, (lo, hi) in o.mass_bounds.items():
-            m = theta[layout.links[layout.link_index(key, "mass_bounds"), 9]]
-            if not lo <= m <= hi:
-                return False
-        for key, box in o.com_box.items():
-            idx = layout.links[layout.link_index(key, "com_box")]
-            for axis, (lo, hi) in enumerate(box):
-                if not lo * theta[idx[9]] <= theta[idx[6 + axis]] <= hi * theta[idx[9]]:
-                    return False
-        return True
+        return all(lo <= theta[i] <= hi for i, lo, hi in self._masses) and all(
+            lo * theta[m] <= theta[h] <= hi * theta[m] for h, m, lo, hi in self._moments
+        )
 
     def _polish(
         self, theta: np.ndarray, z_star: np.ndarray, G: np.ndarray, c: np.ndarray, DK: np.ndarray, scale: np.ndarray
@@ -344,20 +359,12 @@ class Consistency:
     source: str
     note: str = ""
 
-    def to_dict(self) -> dict:
-        return {
-            "consistent": self.consistent,
-            "link_min_eigenvalue": [float(x) for x in self.link_min_eigenvalue],
-            "source": self.source,
-            "note": self.note,
-        }
-
 
 def standard_consistency(structure, theta) -> Consistency:
     """The consistency of a full standard parameter set (p,)."""
     theta = np.asarray(theta, float)
     layout = _Layout.of(structure)
-    eig = link_min_eigenvalues(structure, theta)
+    eig = layout.min_eigenvalues(theta)
     notes = [f"link {k + 1} pseudo-inertia eigenvalue {e:.3g} <= 0" for k, e in enumerate(eig) if e <= 0]
     notes += [f"{layout.names[i]} = {theta[i]:.3g} < 0" for i in layout.nonnegative if theta[i] < 0]
     return Consistency(not notes, eig, "standard", "; ".join(notes))
@@ -377,10 +384,8 @@ def base_consistency(structure, K: np.ndarray, beta: np.ndarray) -> Consistency:
     scale = np.maximum(np.abs(beta), 1e-3)  # equality rows scaled to unit size
     theta = cp.Variable(K.shape[1])
     margin = cp.Variable()
-    constraints = [(K / scale[:, None]) @ theta == beta / scale, margin <= MARGIN_CAP]
-    for idx in layout.links:
-        J = cp.Variable((4, 4), symmetric=True)
-        constraints += [cp.vec(J, order="C") == _J_MAP @ theta[idx], J >> margin * np.eye(4)]
+    _, constraints = layout.pseudo_inertia_constraints(theta, margin)
+    constraints += [(K / scale[:, None]) @ theta == beta / scale, margin <= MARGIN_CAP]
     if layout.nonnegative.size:
         constraints.append(theta[layout.nonnegative] >= 0)
     problem = cp.Problem(cp.Maximize(margin), constraints)
@@ -397,7 +402,7 @@ def base_consistency(structure, K: np.ndarray, beta: np.ndarray) -> Consistency:
             "base",
             "no standard set with these base values has its rotor inertias and friction coefficients >= 0",
         )
-    eig = link_min_eigenvalues(structure, theta.value)
+    eig = layout.min_eigenvalues(theta.value)
     ok = bool(margin.value > 0 and np.all(eig > 0))
     best = float(margin.value)
     note = "" if ok else f"no standard set with these base values has every pseudo-inertia > 0 (best margin {best:.3g})"
@@ -438,10 +443,10 @@ class PhysicalLeastSquares:
     def solve(self, weights=None, keep: np.ndarray | None = None) -> tuple[np.ndarray, LeastSquaresFit]:
         """(θ (p,), fit of its base values β = K θ with the residual of every row in use)."""
         G, c = self.ls.normal_equations(weights, keep)
-        s = np.linalg.eigvalsh(G)
-        z_star = None
-        if s[0] > 1e-13 * s[-1]:  # the data determine every base value: the unconstrained optimum exists
-            z_star = self.ls.solve(weights, keep, covariance=False).beta * self.ls.scale
-        theta = self.program.solve(G, c, self.ls.scale, z_star)
+
+        def unconstrained() -> np.ndarray:
+            return self.ls.solve(weights, keep, covariance=False).beta * self.ls.scale
+
+        theta = self.program.solve(G, c, self.ls.scale, unconstrained)
         beta = self.problem.base.K @ theta
         return theta, LeastSquaresFit(beta=beta, covariance=None, residual=self.ls.y - self.ls.source.predict(beta))

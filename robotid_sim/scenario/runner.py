@@ -775,7 +775,7 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     sc, robot, estimators = plan.scenario, plan.robot, plan.estimators
     simulated = plan.recorded is None
     problem = IdentificationProblem(
-        plan.structure or robot.structure(), ds_ident, velocity_deadband=sc.identification.velocity_deadband
+        plan.structure, ds_ident, velocity_deadband=sc.identification.velocity_deadband
     )  # estimators never see the truth
     condition = problem.check_excitation()
     truth = robot.base_parameters()
