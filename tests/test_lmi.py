@@ -215,3 +215,21 @@ def test_scenario_friction_model_is_checked_before_anything_runs():
         prepare_run(Scenario(**base, identification={"friction_model": {"model": "nonlinear", "alpha": [1, 2]}}))
     with pytest.raises(ConfigError, match="identification.friction_model"):
         prepare_run(Scenario(**base, identification={"friction_model": {"model": "magic"}}))
+
+
+def test_the_report_names_a_history_of_other_quantities_by_its_own_names(robots):
+    """The two_loop convergence plot labelled its α curves XX1, XY1, ... (the model's first parameter names)."""
+    from robotid_sim.identification import History
+    from robotid_sim.report import EstimatorOutcome
+
+    robot = robots["planar3r"]
+    alphas = History(np.arange(3.0), np.array([[1.0] * 3, [0.9] * 3, [0.8] * 3]), ["alpha1", "alpha2", "alpha3"])
+    model = StandardParameterModel(robot.structure(), robot.true_parameters(), history=alphas)
+    outcome = EstimatorOutcome.of_model("two_loop", model, {}, np.zeros((1, 3)), None)
+    assert outcome.history_names == ["alpha1", "alpha2", "alpha3"] and outcome.history.shape == (3, 3)
+    own = StandardParameterModel(
+        robot.structure(),
+        robot.true_parameters(),
+        history=History(np.arange(2.0), np.tile(robot.true_parameters(), (2, 1)), robot.structure().parameter_names),
+    )
+    assert EstimatorOutcome.of_model("x", own, {}, np.zeros((1, 3)), None).history_names is None

@@ -329,11 +329,12 @@ def plot_parameter_convergence(
     """
     t, history, std, xlabel = _history(outcome, xlabel)
     b = history.shape[1]
-    truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
-    values = np.asarray(outcome.values, dtype=float).ravel()
-    if truth is not None and truth.size != b:  # a history of other quantities (two_loop's α, a base-value history)
-        truth = None
-    reference = truth if truth is not None else (values if values.size == b else history[-1])
+    names = outcome.parameter_names if outcome.history_names is None else outcome.history_names
+    if outcome.history_names is None:  # the parameters' own history: their truth or final values are the reference
+        truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
+        reference = truth if truth is not None else np.asarray(outcome.values, dtype=float).ravel()
+    else:  # other quantities (two_loop's α, a base-value history): their last values
+        truth, reference = None, history[-1]
     denominator, _ = parameter_scale(reference)
     normalised = 1.0 + (history - reference) / denominator
     band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)
@@ -346,7 +347,7 @@ def plot_parameter_convergence(
     cmap = _colormap("viridis")
     few = b <= 10
     for k in range(b):
-        label = _display_name(outcome.parameter_names[k], labels) if few and k < len(outcome.parameter_names) else None
+        label = _display_name(names[k], labels) if few and k < len(names) else None
         color = _palette()[k] if few else cmap(k / max(1, b - 1))
         ax.plot(t, normalised[:, k], lw=0.9 if few else 0.6, alpha=0.85 if few else 0.55, color=color, label=label)
         if band is not None:

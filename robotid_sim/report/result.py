@@ -29,6 +29,9 @@ class EstimatorOutcome:
         history: parameter evolution (K, b) for online methods, else None.
         history_t: time or iteration stamps (K,) of ``history``.
         history_std: (K, b) standard deviation along ``history`` where the method tracks one (EKF), else None.
+        history_names: the b names of ``history``'s columns when they are other quantities than
+            ``parameter_names`` (two_loop's exponents α, the base values a standard model went through); None:
+            the parameters themselves.
         model_path: where the identified model was saved, relative to the run folder.
     """
 
@@ -42,7 +45,41 @@ class EstimatorOutcome:
     history: np.ndarray | None = None
     history_t: np.ndarray | None = None
     history_std: np.ndarray | None = None
+    history_names: list[str] | None = None
     model_path: str | None = None
+
+    @classmethod
+    def of_model(
+        cls,
+        name: str,
+        model,
+        metrics: dict,
+        tau_predicted: np.ndarray,
+        model_path: str | None,
+        truth_names: list[str] | None = None,
+        truth_values: np.ndarray | None = None,
+    ) -> EstimatorOutcome:
+        """The outcome of an identified model; true values only for a base-parameter model whose parameters are
+        the truth's (``truth_names``), as in a simulated run."""
+        from robotid_sim.identification import BaseParameterModel
+
+        names, values, std = model.parameter_table()
+        is_base = truth_names is not None and isinstance(model, BaseParameterModel) and list(names) == truth_names
+        history = model.history
+        return cls(
+            name=name,
+            parameter_names=list(names),
+            values=values,
+            std=std,
+            true_values=truth_values if is_base else None,
+            metrics=metrics,
+            tau_predicted=tau_predicted,
+            history=None if history is None else history.values,
+            history_t=None if history is None else history.t,
+            history_std=None if history is None else history.std,
+            history_names=None if history is None or list(history.names) == list(names) else list(history.names),
+            model_path=model_path,
+        )
 
 
 @dataclass

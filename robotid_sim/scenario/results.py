@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError
-from robotid_sim.identification import BaseParameterModel, load_model
+from robotid_sim.identification import load_model
 from robotid_sim.report import ClosedLoopOutcome, EstimatorOutcome, StudyResult
 from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
@@ -56,21 +56,15 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     for row in rows:
         name = row["estimator"]
         model = load_model(_path(run_dir, f"models/{name}.json"))
-        names, values, std = model.parameter_table()
-        is_base = isinstance(model, BaseParameterModel) and list(names) == truth_names
-        history = model.history
         outcomes.append(
-            EstimatorOutcome(
-                name=name,
-                parameter_names=list(names),
-                values=values,
-                std=std,
-                true_values=truth_values if is_base else None,
-                metrics={k: v for k, v in row.items() if k != "estimator"},
-                tau_predicted=model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd),
-                history=None if history is None else history.values,
-                history_t=None if history is None else history.t,
-                model_path=f"models/{name}.json",
+            EstimatorOutcome.of_model(
+                name,
+                model,
+                {k: v for k, v in row.items() if k != "estimator"},
+                model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd),
+                f"models/{name}.json",
+                truth_names=truth_names,
+                truth_values=truth_values,
             )
         )
     title = scenario.get("name")

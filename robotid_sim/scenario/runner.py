@@ -45,7 +45,6 @@ import yaml
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.excitation import excitation_from_config
 from robotid_sim.identification import (
-    BaseParameterModel,
     IdentificationProblem,
     LinearParameterModel,
     StandardParameterModel,
@@ -987,21 +986,14 @@ def _first_experiment(ds) -> slice:
 
 def _outcome(name: str, model, truth, metrics: dict, pred, model_path: str) -> EstimatorOutcome:
     """What the report shows of one estimator; true values only for base-parameter models of a simulation."""
-    names, values, std = model.parameter_table()
-    is_base = truth is not None and isinstance(model, BaseParameterModel) and list(names) == list(truth.names)
-    history = model.history
-    return EstimatorOutcome(
-        name=name,
-        parameter_names=list(names),
-        values=values,
-        std=std,
-        true_values=truth.true_values() if is_base else None,
-        metrics=metrics,
-        tau_predicted=pred,
-        history=None if history is None else history.values,
-        history_t=None if history is None else history.t,
-        history_std=None if history is None else history.std,
-        model_path=model_path,
+    return EstimatorOutcome.of_model(
+        name,
+        model,
+        metrics,
+        pred,
+        model_path,
+        truth_names=None if truth is None else list(truth.names),
+        truth_values=None if truth is None else truth.true_values(),
     )
 
 
