@@ -51,7 +51,8 @@ def main() -> None:
     problem = IdentificationProblem(plan.structure, ds)
     get_estimator("lmi_wls")().fit(problem)  # warm-up: imports cvxpy, compiles the kernels
     t_ols, _ = _median_fit(get_estimator("ols")(), problem, max(args.repeats, 5))
-    t_two, model = _median_fit(get_estimator("two_loop")(), problem, args.repeats)
+    two_loop = next(estimator for entry, estimator in plan.estimators if entry.name == "two_loop")  # its options
+    t_two, model = _median_fit(two_loop, problem, args.repeats)
     d = model.diagnostics
     error = np.array(d["alpha"]) - plan.robot.friction.alpha
     print(
@@ -74,7 +75,7 @@ def main() -> None:
             continue
         total = float(np.sum(row["torque_rms"]))
         sums.append((row["estimator"], total))
-        consistent = (row.get("physical_consistency") or {}).get("consistent")
+        consistent = {1.0: True, 0.0: False}.get(row.get("physically_consistent"))
         print(
             f"  {row['estimator']:16s} sum RMS {total:8.4f} N·m "
             f"(vs truth, RMS of all {row['torque_rms_vs_truth_total']:.4f})"

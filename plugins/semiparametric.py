@@ -50,7 +50,8 @@ class SemiparametricEstimator(Estimator):
        deviation 1) and targets scaled per joint by the residual's standard deviation over the
        rows in use, so every joint weighs alike whatever its torque scale.
     3. The loss is the mean squared scaled residual over the rows in use only: rows a velocity
-       dead-band removed (:meth:`IdentificationProblem.row_weights`) do not count.
+       dead-band removed (:meth:`IdentificationProblem.row_weights`) do not count, nor do outliers
+       (a residual beyond ``outlier_k_sigma`` robust standard deviations of its joint's).
     4. Training: AdamW (``learning_rate``, decoupled ``weight_decay``) on shuffled mini-batches of
        ``batch_size`` samples for up to ``epochs`` epochs, in float64, the output bias starting at
        the mean residual. With ``validation_fraction`` > 0 that fraction of the samples is held
@@ -86,7 +87,7 @@ class SemiparametricEstimator(Estimator):
     residual at the kept weights; None without a hold-out), ``train_loss_curve`` and
     ``validation_loss_curve`` (mean per epoch, every ``loss_curve_every``-th epoch),
     ``residual_rms_before`` and ``residual_rms_after`` (per joint, N·m or N, over the rows in use
-    of the identification data, before and after the correction), ``residual_scale`` (the
+    of the identification data, before and after the correction), ``outliers_left_out`` (rows), ``residual_scale`` (the
     per-joint target scale), ``deadband_rows_removed``.
 
     Raises:
@@ -139,6 +140,13 @@ class SemiparametricEstimator(Estimator):
             200, ge=1, description="stop after this many epochs without a better validation loss (with a hold-out)"
         )
         seed: int = Field(0, ge=0, lt=2**63, description="seed of the weight initialisation and the batch order")
+        outlier_k_sigma: float | None = Field(
+            5.0,
+            gt=0,
+            description="rows whose residual exceeds this multiple of the joint's robust residual std (1.4826 × "
+            "median absolute deviation) are left out of the loss, so the network does not learn measurement "
+            "outliers; None: every row counts",
+        )
 
         @field_validator("rigid_body", mode="before")
         @classmethod
@@ -187,6 +195,8 @@ class SemiparametricEstimator(Estimator):
         base = self.rigid_body.build().fit(problem)
         residual = tau - np.asarray(base.predict_torque(q, qd, qdd), float)
         use = problem.row_weights().reshape(N, n) > 0
+        outliers = _outliers(residual, use, self.outlier_k_sigma)
+        use &= ~outliers
         signals = {"q": q, "qd": qd, "qdd": qdd}
         X = np.concatenate([signals[s] for s in self.inputs], axis=1)
         x_mean, x_std = _standardisation(X[train])
@@ -221,6 +231,7 @@ class SemiparametricEstimator(Estimator):
             "residual_rms_before": _rms_in_use(residual, use).tolist(),
             "residual_rms_after": _rms_in_use(after, use).tolist(),
             "residual_scale": y_scale.tolist(),
+            "outliers_left_out": int(np.count_nonzero(outliers)),
             **problem.diagnostics(),
         }
         return ResidualModel(base, correction, diagnostics=diagnostics)
@@ -414,6 +425,23 @@ def _standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     std = X.std(axis=0)
     constant = ~(std > CONSTANT_INPUT * np.maximum(np.abs(mean), 1.0))
     return mean, np.where(constant, 1.0, std)
+
+
+def _outliers(residual: np.ndarray, use: np.ndarray, k_sigma: float | None) -> np.ndarray:
+    """(N, n) mask of the rows in use whose residual is beyond ``k_sigma`` robust standard deviations of its joint's
+    residual around the median; all False for None."""
+    out = np.zeros(residual.shape, dtype=bool)
+    if k_sigma is None:
+        return out
+    for j in range(residual.shape[1]):
+        r = residual[use[:, j], j]
+        if r.size == 0:
+            continue
+        centre = np.median(r)
+        sigma = 1.4826 * np.median(np.abs(r - centre))
+        if sigma > 0:
+            out[:, j] = use[:, j] & (np.abs(residual[:, j] - centre) > k_sigma * sigma)
+    return out
 
 
 def _target_scale(residual: np.ndarray, use: np.ndarray, tau: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from robotid_sim_plugins.irls import IRLSEstimator
 
 from robotid_sim.dynamics.friction import smooth_sign
-from robotid_sim.errors import ConfigError
+from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import Estimator, History, IdentificationProblem, StandardParameterModel
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, physical_options, standard_consistency
@@ -64,8 +64,8 @@ class TwoLoopEstimator(Estimator):
         min_speed: float = Field(
             0.0,
             ge=0,
-            description="the outer fit leaves out samples slower than this (rad/s or m/s): the pre-sliding region, "
-            "where the friction torque is not the law's",
+            description="both loops leave out samples slower than this (rad/s or m/s), as a velocity dead-band on "
+            "top of the problem's: the pre-sliding and Stribeck regime, where the friction torque is not Eq. 5's",
         )
 
         @field_validator("alpha0")
@@ -110,12 +110,15 @@ class TwoLoopEstimator(Estimator):
         physical, program = physical_options(self), None
         ds = problem.dataset
         qd = np.asarray(ds.qd, float)
+        deadband = problem.velocity_deadband
+        if self.min_speed > 0:
+            deadband = np.maximum(self.min_speed, deadband or 0.0).tolist()
         alphas, inner_iterations, stop_reason = [alpha], [], STOP_LIMIT
         for _ in range(self.max_outer):
             structure = problem.structure.with_friction_law(
                 {"model": "nonlinear", "alpha": alpha.tolist(), "sign_smoothing": smoothing}
             )
-            current = IdentificationProblem(structure, ds, velocity_deadband=problem.velocity_deadband)
+            current = IdentificationProblem(structure, ds, velocity_deadband=deadband)
             constrained = PhysicalLeastSquares(current, physical, program)
             program = constrained.program
             result = inner.iterate(current, constrained)
@@ -129,7 +132,7 @@ class TwoLoopEstimator(Estimator):
             )
             use = np.zeros(friction.size, dtype=bool)
             use[current.row_index()[result.keep]] = True
-            use = use.reshape(friction.shape) & (np.abs(qd) >= self.min_speed)
+            use = use.reshape(friction.shape)
             fits = [
                 _fit_friction(qd[use[:, j], j], friction[use[:, j], j], self.alpha_bounds, smoothing) for j in range(n)
             ]
@@ -173,8 +176,9 @@ def _fit_friction(v: np.ndarray, f: np.ndarray, bounds: tuple[float, float], smo
     from scipy.optimize import lsq_linear, minimize_scalar
 
     if v.size < 4:
-        raise ConfigError(
-            "two_loop: fewer than 4 samples fast enough for the friction fit of a joint; lower 'min_speed'"
+        raise IdentificationError(
+            "two_loop: fewer than 4 samples fast enough for the friction fit of a joint; lower 'min_speed' or the "
+            "velocity_deadband"
         )
     s = smooth_sign(v, smoothing)
     speed = np.abs(v)

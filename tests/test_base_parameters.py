@@ -39,10 +39,13 @@ def test_base_regressor_times_true_base_values_equals_full_torque(name, robots, 
 
 
 def test_hyper9_has_91_base_parameters_as_seed_001(robots):
-    # seed 001 §2.2: 126 standard parameters (14 per joint), 91 base parameters
+    # seed 001 §2.2: 126 standard parameters (14 per joint), 91 base parameters, with the friction of Eq. 5
     robot = robots["hyper9"]
-    assert robot.n_parameters == 126
-    assert robot.base_parameters().count == 91
+    eq5 = robot.structure().with_friction_law({"model": "nonlinear", "alpha": 1.0})
+    assert eq5.n_parameters == 126
+    assert eq5.base_parameters().count == 91
+    # the simulated arm's law adds the Stribeck level fs of each joint (nonlinear_stribeck)
+    assert robot.n_parameters == 135 and robot.base_parameters().count == 100
 
 
 def test_planar3r_expressions_read_like_seed_003_table_3(robots):

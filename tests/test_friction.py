@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 import robotid_sim as rid
-from robotid_sim.dynamics.friction import CoulombViscous, NonlinearExponent, Stribeck, friction_from_dict
+from robotid_sim.dynamics.friction import (
+    CoulombViscous,
+    NonlinearExponent,
+    NonlinearStribeck,
+    Stribeck,
+    friction_from_dict,
+    linear_fields,
+)
 
 QD = np.array([[-0.5, 0.0, 0.2], [1.2, -0.05, 0.0]])
 
@@ -34,6 +41,26 @@ def test_stribeck_law_of_seed_000_eq_34():
     # breakaway: just above zero velocity the friction is the static level fs, far above it fc + fv qd
     assert f.torque(np.full((1, 3), 1e-6))[0] == pytest.approx(fs, rel=1e-6)
     assert f.torque(np.full((1, 3), 2.0))[0] == pytest.approx(fc + 2.0 * fv, rel=1e-9)
+
+
+def test_eq_5_with_a_stribeck_regime():
+    """hyper9's truth: Eq. 5 far from rest, the dry friction rising to fs towards rest."""
+    fc, fs, fv, offset = np.full(3, 0.6), np.full(3, 0.9), np.full(3, 2.0), np.full(3, 0.1)
+    alpha, vs = np.array([0.6, 1.0, 1.4]), np.full(3, 0.01)
+    f = NonlinearStribeck(fc, fs, fv, offset, alpha, vs)
+    eq5 = NonlinearExponent(fc, fv, offset, alpha)
+    expected = (fc + (fs - fc) * np.exp(-((QD / vs) ** 2))) * np.sign(QD) + fv * np.abs(QD) ** alpha * np.sign(QD)
+    assert np.allclose(f.torque(QD), expected + offset)
+    assert np.allclose(np.einsum("nik,ik->ni", f.columns(QD), f.values()), f.torque(QD))
+    fast = np.full((1, 3), 0.2)
+    assert np.allclose(f.torque(fast), eq5.torque(fast), rtol=1e-12)  # exp(-400) = 0
+    assert f.torque(np.full((1, 3), 1e-9))[0] == pytest.approx(fs + offset, rel=1e-4)  # + fv·(1e-9)^α
+    assert f.parameter_names(0) == ["fc1", "fs1", "fv1", "S1"]
+    assert linear_fields("nonlinear_stribeck") == ("fc", "fs", "fv", "offset")
+    again = friction_from_dict(f.to_dict(), 3)
+    assert np.array_equal(again.values(), f.values()) and np.array_equal(again.vs, vs)
+    with pytest.raises(rid.ConfigError, match="'vs'"):
+        friction_from_dict({**f.to_dict(), "vs": [0.01, 0.0, 0.01]}, 3)
 
 
 def test_sign_smoothing_is_used_by_both_torque_and_columns():

@@ -30,6 +30,11 @@ def _data(robot, n, seed=0, noise=0.0, structure=None):
     return Dataset(np.arange(n) * 0.005, q, qd, qdd, tau, joint_names=robot.joint_names, metadata={"robot": robot.name})
 
 
+def _eq5(robot):
+    """The robot's structure with the friction law two_loop fits (hyper9's own adds a Stribeck regime to Eq. 5)."""
+    return robot.structure().with_friction_law({"model": "coulomb_viscous"})
+
+
 def _relative(values, truth):
     big = np.abs(truth) > 1e-9
     return np.abs(values - truth)[big] / np.abs(truth)[big], np.abs(values - truth)[~big]
@@ -175,7 +180,7 @@ def test_two_loop_recovers_every_alpha_from_the_linear_law(robots):
 
 def test_two_loop_model_round_trips_with_its_friction_law(robots, tmp_path):
     robot = robots["hyper9"]
-    problem = IdentificationProblem(robot.structure(), _data(robot, 800, seed=10))
+    problem = IdentificationProblem(_eq5(robot), _data(robot, 800, seed=10))
     model = plugins.get_estimator("two_loop")(max_outer=2).fit(problem)
     loaded = load_model(model.save(tmp_path / "m.json"), robot="hyper9")
     assert loaded.structure.friction_law == model.structure.friction_law
@@ -188,6 +193,9 @@ def test_two_loop_refuses_a_robot_without_the_seed_friction_law(robots):
     with pytest.raises(ConfigError, match="friction law 'none'"):
         plugins.get_estimator("two_loop")().fit(problem)
     problem = IdentificationProblem(robots["hyper9"].structure(), _data(robots["hyper9"], 200))
+    with pytest.raises(ConfigError, match="friction law 'nonlinear_stribeck'"):
+        plugins.get_estimator("two_loop")().fit(problem)
+    problem = IdentificationProblem(_eq5(robots["hyper9"]), _data(robots["hyper9"], 200))
     with pytest.raises(ConfigError, match="'alpha0' has 2 values for 9 joints"):
         plugins.get_estimator("two_loop")(alpha0=[1.0, 1.0]).fit(problem)
     with pytest.raises(ConfigError, match="alpha_bounds"):
@@ -208,9 +216,17 @@ def test_scenario_friction_model_is_checked_before_anything_runs():
     base = {"robot": "hyper9", "estimators": ["ols"]}
     plan = prepare_run(Scenario(**base, identification={"friction_model": {"model": "coulomb_viscous"}}))
     assert plan.structure.friction_law["model"] == "coulomb_viscous"
-    assert plan.structure.parameter_names == plan.robot.structure().parameter_names
-    with pytest.raises(ConfigError, match="other friction parameters"):
-        prepare_run(Scenario(**base, identification={"friction_model": {"model": "stribeck", "vs": 0.1}}))
+    # a simpler law than the truth's (Eq. 5 + Stribeck): its parameters are the robot's without fs
+    own = plan.robot.structure().parameter_names
+    assert [n for n in own if not n.startswith("fs")] == plan.structure.parameter_names
+    with pytest.raises(ConfigError, match=r"parameters \['fs1', 'fs2', 'fs3'\] that robot 'planar3r'"):
+        prepare_run(
+            Scenario(
+                robot="planar3r",
+                estimators=["ols"],
+                identification={"friction_model": {"model": "stribeck", "vs": 0.1}},
+            )
+        )
     with pytest.raises(ConfigError, match="identification.friction_model.*alpha"):
         prepare_run(Scenario(**base, identification={"friction_model": {"model": "nonlinear", "alpha": [1, 2]}}))
     with pytest.raises(ConfigError, match="identification.friction_model"):
@@ -233,3 +249,48 @@ def test_the_report_names_a_history_of_other_quantities_by_its_own_names(robots)
         history=History(np.arange(2.0), np.tile(robot.true_parameters(), (2, 1)), robot.structure().parameter_names),
     )
     assert EstimatorOutcome.of_model("x", own, {}, np.zeros((1, 3)), None).history_names is None
+
+
+def test_a_study_whose_models_assume_a_simpler_friction_law_than_the_truth(tmp_path):
+    """hyper9's truth is Eq. 5 plus a Stribeck regime (fs); the models assume Eq. 5 (no fs). The run compared the
+    model's base values with the truth's whole set (a shape error); now it compares the parameters they share, the
+    report shows the true values beside them, draws each model's friction law (seed 001 Fig. 11) and the α of
+    two_loop per outer iteration (Fig. 12), and 'robotid-sim report' rebuilds the same figures."""
+    import json
+
+    import yaml
+
+    from robotid_sim.robot import load_robot
+    from robotid_sim.scenario.results import load_run_result
+    from robotid_sim.scenario.runner import run_scenario
+
+    scenario = {
+        "name": "simpler_law",
+        "robot": "hyper9",
+        "simulation": {"rate_hz": 100},
+        "validation": {"excitation": {"type": "fourier", "harmonics": 3, "base_frequency": 0.2, "seed": 4}},
+        "identification": {"friction_model": {"model": "coulomb_viscous"}},
+        "estimators": ["ols", {"name": "two_loop", "options": {"max_outer": 2, "min_speed": 0.03}}],
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    run = run_scenario(path, out_dir=tmp_path / "runs")
+    rows = {row["estimator"]: row for row in json.loads((run / "metrics.json").read_text())}
+    assert rows["CAD"]["base_parameter_error"] == pytest.approx(0.0, abs=1e-12)
+    result = load_run_result(run)
+    ols = next(o for o in result.outcomes if o.name == "ols")
+    truth = load_robot("hyper9").base_parameters()
+    by_name = dict(zip(truth.names, truth.true_values(), strict=True))
+    assert len(ols.parameter_names) == truth.count - 9 and not any(n.startswith("fs") for n in ols.parameter_names)
+    np.testing.assert_array_equal(ols.true_values, [by_name[n] for n in ols.parameter_names])
+    expected = np.linalg.norm(ols.values - ols.true_values) / np.linalg.norm(ols.true_values)
+    assert rows["ols"]["base_parameter_error"] == pytest.approx(expected, rel=1e-12)
+    assert np.isfinite(rows["two_loop"]["base_parameter_error"])
+    curves = result.friction_curves
+    assert set(curves) == {"qd", "ols", "two_loop", "CAD"} and curves["qd"].shape == (401, 9)
+    # the CAD row is the truth: its curve has the Stribeck rise towards rest, the models' Eq. 5 has not
+    slow = (np.abs(curves["qd"][:, 0]) < 0.005) & (curves["qd"][:, 0] != 0)
+    assert np.all(np.abs(curves["CAD"][slow, 0] - curves["two_loop"][slow, 0]) > 0.3)
+    report = (run / "report.md").read_text()
+    assert "friction_curves.png" in report and (run / "plots" / "friction_curves.png").is_file()
+    assert (run / "plots" / "convergence_two_loop.png").is_file()

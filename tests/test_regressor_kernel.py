@@ -144,7 +144,7 @@ def test_structure_regressor_and_odd_inputs(all_robots):
     assert robot.regressor(q[:0], qd[:0], qdd[:0]).shape == (0, robot.n_dof, robot.n_parameters)
 
 
-@pytest.mark.parametrize("columns", [[3, 2], [1, 1], [-1, 4], [0, 126], [[0, 1]], [0.0, 1.0]])
+@pytest.mark.parametrize("columns", [[3, 2], [1, 1], [-1, 4], [0, 10_000], [[0, 1]], [0.0, 1.0]])
 def test_bad_columns_are_refused(all_robots, columns):
     robot = all_robots["hyper9"]
     q, qd, qdd = _states(robot, 2)

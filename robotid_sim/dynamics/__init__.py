@@ -7,6 +7,7 @@ from robotid_sim.dynamics.friction import (
     FrictionModel,
     NoFriction,
     NonlinearExponent,
+    NonlinearStribeck,
     Stribeck,
     friction_from_dict,
 )
@@ -17,6 +18,7 @@ __all__ = [
     "FrictionModel",
     "NoFriction",
     "NonlinearExponent",
+    "NonlinearStribeck",
     "Stribeck",
     "compute_base_parameters",
     "forward_dynamics_from_inverse",

@@ -218,6 +218,57 @@ class Stribeck(FrictionModel):
         }
 
 
+@dataclass(frozen=True)
+class NonlinearStribeck(FrictionModel):
+    """tau_f = [fc + (fs - fc)·exp(-(qd/vs)^2)]·sign(qd) + fv·|qd|^alpha·sign(qd) + S.
+
+    Seed 001's Eq. 5 with the low-speed Stribeck regime of seed 000 Eq. 34: seed 001 §1 and §5.2 note that the
+    friction of the pre-sliding, low-speed region is what Eq. 5 cannot fit. Above a few vs it is Eq. 5, towards
+    rest the dry friction rises to fs. Linear in (fc, fs, fv, S) for fixed alpha and vs.
+    """
+
+    fc: np.ndarray
+    fs: np.ndarray
+    fv: np.ndarray
+    offset: np.ndarray
+    alpha: np.ndarray
+    vs: np.ndarray
+    sign_smoothing: float = 0.0
+    n: int = field(init=False)
+    kind = "nonlinear_stribeck"
+    suffixes = ("fc", "fs", "fv", "S")
+
+    def __post_init__(self):
+        object.__setattr__(self, "n", len(self.fc))
+        if np.any(self.alpha <= 0):
+            raise ConfigError(f"friction 'alpha' must be > 0 (seed 001 Eq. 32), got {self.alpha.tolist()}")
+        if np.any(self.vs <= 0):
+            raise ConfigError(f"friction 'vs' (Stribeck velocity) must be > 0, got {self.vs.tolist()}")
+
+    def columns(self, qd):
+        s = smooth_sign(qd, self.sign_smoothing)
+        e = np.exp(-((qd / self.vs) ** 2))
+        return np.stack([s * (1.0 - e), s * e, np.abs(qd) ** self.alpha * s, np.ones_like(qd)], axis=-1)
+
+    def torque(self, qd):
+        return np.einsum("nik,ik->ni", self.columns(qd), self.values())
+
+    def values(self):
+        return np.stack([self.fc, self.fs, self.fv, self.offset], axis=-1)
+
+    def to_dict(self):
+        return {
+            "model": self.kind,
+            "fc": self.fc.tolist(),
+            "fs": self.fs.tolist(),
+            "fv": self.fv.tolist(),
+            "offset": self.offset.tolist(),
+            "alpha": self.alpha.tolist(),
+            "vs": self.vs.tolist(),
+            "sign_smoothing": self.sign_smoothing,
+        }
+
+
 # sidecar field holding each linear parameter (the offset S is written 'offset' in files)
 _FIELD_OF_SUFFIX = {"S": "offset"}
 
@@ -226,7 +277,14 @@ _MODELS: dict[str, tuple[type[FrictionModel], tuple[str, ...]]] = {
     "coulomb_viscous": (CoulombViscous, ("fc", "fv", "offset")),
     "nonlinear": (NonlinearExponent, ("fc", "fv", "offset", "alpha")),
     "stribeck": (Stribeck, ("fc", "fs", "fv", "vs")),
+    "nonlinear_stribeck": (NonlinearStribeck, ("fc", "fs", "fv", "offset", "alpha", "vs")),
 }
+
+
+def linear_fields(kind: str) -> tuple[str, ...]:
+    """The sidecar fields of a friction law's linear coefficients, in regressor order (``()`` for an unknown law)."""
+    cls = _MODELS.get(kind, (NoFriction,))[0]
+    return tuple(_FIELD_OF_SUFFIX.get(s, s) for s in cls.suffixes)
 
 
 def friction_from_dict(spec: dict | None, n: int) -> FrictionModel:

@@ -156,12 +156,13 @@ class LinearParameterModel(IdentifiedModel):
         """Refuse a robot whose kinematics, gravity, limits or parameter layout differ from the model's.
 
         The model carries its friction law (the law a scenario assumed, or the exponents ``two_loop``
-        fitted), so a robot whose law differs only in kind or non-linear constants, with the same
-        friction parameters, is accepted: the model predicts with its own law.
+        fitted), so a robot whose law differs in kind or non-linear constants is accepted when every
+        friction parameter of the model is one of the robot's (the same law, or a simpler one): the model
+        predicts with its own law.
         """
         if structure.friction_law != self.structure.friction_law and structure.n_dof == self.structure.n_dof:
             own = structure.with_friction_law(self.structure.friction_law)
-            if own.parameter_names == structure.parameter_names:
+            if set(own.parameter_names) <= set(structure.parameter_names):
                 structure = own
         differences = self.structure.differences(structure)
         if differences:

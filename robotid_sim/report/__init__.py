@@ -27,10 +27,23 @@ from robotid_sim.report.plots import (
     plot_torque_errors,
     plot_tracking_errors,
 )
-from robotid_sim.report.result import ClosedLoopOutcome, EstimatorOutcome, SensitivityOutcome, StudyResult
+from robotid_sim.report.result import (
+    ClosedLoopOutcome,
+    EstimatorOutcome,
+    SensitivityOutcome,
+    StudyResult,
+    friction_curves,
+)
 from robotid_sim.safety import safe_name
 
-__all__ = ["ClosedLoopOutcome", "EstimatorOutcome", "SensitivityOutcome", "StudyResult", "write_report"]
+__all__ = [
+    "ClosedLoopOutcome",
+    "EstimatorOutcome",
+    "SensitivityOutcome",
+    "StudyResult",
+    "friction_curves",
+    "write_report",
+]
 
 log = logging.getLogger(__name__)
 

@@ -297,6 +297,8 @@ def _history(outcome: EstimatorOutcome, xlabel: str | None) -> tuple[np.ndarray,
 
 #: half-width of the shaded band around a parameter history, in standard deviations
 BAND_SIGMAS = 2.0
+#: the most curves of other quantities than the parameters drawn as values rather than normalised
+MAX_RAW_CURVES = 10
 
 
 def plot_parameter_convergence(
@@ -305,7 +307,9 @@ def plot_parameter_convergence(
     xlabel: str | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> Path:
-    """Parameter history of an online or iterative estimator, normalised so that every curve ends on 1.
+    """Parameter history of an online or iterative estimator, normalised so that every curve ends on 1; a history
+    of at most :data:`MAX_RAW_CURVES` other quantities (``history_names``, e.g. two_loop's exponents α per outer
+    iteration, seed 001 Fig. 12) is drawn as its values.
 
     Each parameter is shown as ``θᵢ(k) / θᵢ`` with θ the true values when known, else the final identified
     values; a parameter whose reference is (numerically) zero is shown as ``1 + (θᵢ(k) − θᵢ) / ε`` with
@@ -330,14 +334,18 @@ def plot_parameter_convergence(
     t, history, std, xlabel = _history(outcome, xlabel)
     b = history.shape[1]
     names = outcome.parameter_names if outcome.history_names is None else outcome.history_names
-    if outcome.history_names is None:  # the parameters' own history: their truth or final values are the reference
-        truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
+    # a few other quantities (two_loop's α per outer iteration) are drawn as they are; many (the base values of an
+    # iterated standard model) are normalised to their final values
+    raw = outcome.history_names is not None and b <= MAX_RAW_CURVES
+    truth = None if raw or outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
+    if raw:
+        normalised = history
+        band = None if std is None else BAND_SIGMAS * std
+    else:  # the parameters' own history: their truth or final values are the reference
         reference = truth if truth is not None else np.asarray(outcome.values, dtype=float).ravel()
-    else:  # other quantities (two_loop's α, a base-value history): their last values
-        truth, reference = None, history[-1]
-    denominator, _ = parameter_scale(reference)
-    normalised = 1.0 + (history - reference) / denominator
-    band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)
+        denominator, _ = parameter_scale(reference)
+        normalised = 1.0 + (history - reference) / denominator
+        band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)
 
     fig = _figure(9.0, 6.4 if truth is not None else 4.2)
     if truth is not None:
@@ -353,14 +361,18 @@ def plot_parameter_convergence(
         if band is not None:
             low, high = normalised[:, k] - band[:, k], normalised[:, k] + band[:, k]
             ax.fill_between(t, low, high, color=color, alpha=0.15 if few else 0.06, lw=0)
-    ax.axhline(1.0, color=_TRUTH, ls="--", lw=1.0, label="true" if truth is not None else "final")
     finite = normalised[np.isfinite(normalised)]
-    if finite.size:
-        low, high = np.percentile(finite, [2, 98])
-        low, high = max(min(low, 0.5), -1.0), min(max(high, 1.5), 3.0)
-        ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
-    ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true)" if truth is not None else " (final)"))
-    title = f"Parameter convergence: {outcome.name} ({b} parameters)"
+    if raw:
+        ax.set_ylabel("value")
+    else:
+        ax.axhline(1.0, color=_TRUTH, ls="--", lw=1.0, label="true" if truth is not None else "final")
+        if finite.size:
+            low, high = np.percentile(finite, [2, 98])
+            low, high = max(min(low, 0.5), -1.0), min(max(high, 1.5), 3.0)
+            ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+        ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true)" if truth is not None else " (final)"))
+    kind = "quantities" if raw else "parameters"
+    title = f"{'Convergence' if raw else 'Parameter convergence'}: {outcome.name} ({b} {kind})"
     ax.set_title(title + (f", shaded ±{BAND_SIGMAS:g}σ" if band is not None else ""), fontsize=11)
     ax.grid(alpha=0.3)
     ax.margins(x=0)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from robotid_sim.identification import IdentifiedModel
     from robotid_sim.identification.metrics import SensitivityTable
 
 
@@ -59,19 +60,21 @@ class EstimatorOutcome:
         truth_names: list[str] | None = None,
         truth_values: np.ndarray | None = None,
     ) -> EstimatorOutcome:
-        """The outcome of an identified model; true values only for a base-parameter model whose parameters are
-        the truth's (``truth_names``), as in a simulated run."""
+        """The outcome of an identified model; true values only for a base-parameter model whose every parameter
+        is one of the truth's (``truth_names``), as in a simulated run (the model's friction law may have fewer
+        coefficients than the truth's)."""
         from robotid_sim.identification import BaseParameterModel
 
         names, values, std = model.parameter_table()
-        is_base = truth_names is not None and isinstance(model, BaseParameterModel) and list(names) == truth_names
+        truth = {} if truth_names is None else dict(zip(truth_names, np.asarray(truth_values, float), strict=True))
+        is_base = isinstance(model, BaseParameterModel) and bool(truth) and all(n in truth for n in names)
         history = model.history
         return cls(
             name=name,
             parameter_names=list(names),
             values=values,
             std=std,
-            true_values=truth_values if is_base else None,
+            true_values=np.array([truth[n] for n in names]) if is_base else None,
             metrics=metrics,
             tau_predicted=tau_predicted,
             history=None if history is None else history.values,
@@ -160,3 +163,34 @@ class StudyResult:
     closed_loop: list[ClosedLoopOutcome] = field(default_factory=list)
     parameter_labels: dict[str, str] = field(default_factory=dict)
     sensitivity: SensitivityOutcome | None = None
+
+
+#: points of the velocity grid of the friction curves
+FRICTION_GRID_POINTS = 401
+
+
+def friction_curves(models: dict[str, IdentifiedModel], qd: np.ndarray) -> dict[str, np.ndarray] | None:
+    """Each model's friction torque against joint velocity (seed 001 Fig. 11), for ``StudyResult.friction_curves``.
+
+    The grid spans ±max|qd| of each joint in ``qd`` (N, n). A model linear in parameters contributes its friction
+    law with its identified coefficients; a residual model whose correction reads the joint velocities only, one
+    joint each (``semiparametric`` with ``per_joint``), contributes its base model's friction plus the learned
+    correction, which is then a function of the velocity alone. None when no model has a friction law.
+    """
+    from robotid_sim.identification import LinearParameterModel, ResidualModel
+
+    span = np.max(np.abs(qd), axis=0)
+    grid = np.linspace(-1.0, 1.0, FRICTION_GRID_POINTS)[:, None] * span
+    zero = np.zeros_like(grid)
+    curves: dict[str, np.ndarray] = {}
+    for label, model in models.items():
+        base = model.base if isinstance(model, ResidualModel) else model
+        if not isinstance(base, LinearParameterModel) or base.structure.friction_law.get("model") == "none":
+            continue
+        torque = base.equivalent_robot.friction.torque(grid)
+        if base is not model:
+            if tuple(model.correction.inputs) != ("qd",) or not model.diagnostics.get("per_joint"):
+                continue
+            torque = torque + model.correction(zero, grid, zero)
+        curves[label] = torque
+    return {"qd": grid, **curves} if curves else None

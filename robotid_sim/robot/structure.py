@@ -28,7 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from robotid_sim._json import jsonable
-from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict
+from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict, linear_fields
 from robotid_sim.errors import ModelError
 from robotid_sim.robot.chain import Joint, JointChain
 
@@ -63,14 +63,13 @@ def _locks_from(data) -> dict[str, float]:
 
 def _friction_law(friction: FrictionModel) -> dict:
     """The friction model's dict without its linear coefficients (they are identified)."""
-    linear = {"fc", "fv", "fs", "offset"}
+    linear = set(linear_fields(friction.kind))
     return {k: v for k, v in friction.to_dict().items() if k not in linear}
 
 
 def _with_zero_coefficients(law: dict, n: int) -> dict:
-    """A friction law with its required linear coefficients set to zero: a complete sidecar mapping."""
-    fields = {"coulomb_viscous": ("fc", "fv"), "nonlinear": ("fc", "fv"), "stribeck": ("fc", "fs", "fv")}
-    return {**law, **{name: [0.0] * n for name in fields.get(law.get("model"), ())}}
+    """A friction law with its linear coefficients set to zero: a complete sidecar mapping."""
+    return {**law, **{name: [0.0] * n for name in linear_fields(law.get("model"))}}
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,7 +160,8 @@ class RobotStructure(JointChain):
             ConfigError: a malformed law (unknown model or field, a constant of the wrong length or out of range).
         """
         n = self.n_dof
-        law = {k: v for k, v in dict(law).items() if k not in {"fc", "fv", "fs", "offset"}}
+        law = dict(law)
+        law = {k: v for k, v in law.items() if k not in linear_fields(law.get("model"))}
         for key in ("alpha", "vs"):
             if key in law and np.ndim(law[key]) == 0:
                 law[key] = [float(law[key])] * n

@@ -17,7 +17,7 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import load_model
-from robotid_sim.report import ClosedLoopOutcome, EstimatorOutcome, StudyResult
+from robotid_sim.report import ClosedLoopOutcome, EstimatorOutcome, StudyResult, friction_curves
 from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
 from robotid_sim.sim.dataset import load_dataset
@@ -52,10 +52,10 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     truth = _truth_table(run_dir)
     truth_names = [name for name, _, _ in truth]
     truth_values = np.array([value for _, _, value in truth])
-    outcomes = []
+    outcomes, models = [], {}
     for row in rows:
         name = row["estimator"]
-        model = load_model(_path(run_dir, f"models/{name}.json"))
+        model = models[name] = load_model(_path(run_dir, f"models/{name}.json"))
         outcomes.append(
             EstimatorOutcome.of_model(
                 name,
@@ -81,6 +81,7 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         base_parameter_table=truth,
         baselines=[o.name for o in outcomes if o.name == CAD_LABEL],
         closed_loop=_closed_loop_outcomes(controller_rows),
+        friction_curves=friction_curves(models, ds_val.qd),
     )
 
 

@@ -54,7 +54,7 @@ from robotid_sim.identification.lmi import model_consistency
 from robotid_sim.identification.problem import check_data_matches_robot
 from robotid_sim.identification.validation import rollout, trajectory_error
 from robotid_sim.plugins import get_estimator
-from robotid_sim.report import EstimatorOutcome, SensitivityOutcome, StudyResult, write_report
+from robotid_sim.report import EstimatorOutcome, SensitivityOutcome, StudyResult, friction_curves, write_report
 from robotid_sim.robot import load_robot
 from robotid_sim.safety import safe_name
 from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
@@ -404,13 +404,13 @@ def _model_structure(robot, law: dict | None):
         assumed = structure.with_friction_law(law)
     except ConfigError as exc:
         raise ConfigError(f"scenario field 'identification.friction_model': {exc}") from None
-    if assumed.parameter_names != structure.parameter_names:
-        own = [n for n in structure.parameter_names if n not in assumed.parameter_names]
-        new = [n for n in assumed.parameter_names if n not in structure.parameter_names]
+    new = [n for n in assumed.parameter_names if n not in structure.parameter_names]
+    if new:
         raise ConfigError(
-            f"scenario field 'identification.friction_model': law '{assumed.friction_law['model']}' has other friction "
-            f"parameters than robot '{robot.name}' ({structure.friction_law['model']}): {new[:3] or 'none'} instead of "
-            f"{own[:3] or 'none'}; choose a law with the same coefficients (coulomb_viscous and nonlinear: fc, fv, S)"
+            f"scenario field 'identification.friction_model': law '{assumed.friction_law['model']}' has friction "
+            f"parameters {new[:3]} that robot '{robot.name}' ({structure.friction_law['model']}) lacks, so they have "
+            "no true value; choose a law whose coefficients are among the robot's (the same law, or a simpler one: "
+            "coulomb_viscous and nonlinear have fc, fv, S)"
         )
     return assumed
 
@@ -778,7 +778,6 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     )  # estimators never see the truth
     condition = problem.check_excitation()
     truth = robot.base_parameters()
-    truth_base = truth.true_values() if simulated else None
     truth_table = truth.table() if simulated else []
     tau_val_true = ds_val.truth.tau if simulated else None
     torque_scale = _torque_scales(robot, ds_val.tau)
@@ -828,9 +827,11 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
             metrics["link_min_eigenvalue"] = [
                 float(v) if np.isfinite(v) else None for v in consistency.link_min_eigenvalue
             ]
-        base_values = model.base_values() if isinstance(model, LinearParameterModel) else None
-        if base_values is not None and simulated:
-            metrics["base_parameter_error"] = float(M.relative_parameter_error(base_values, truth_base))
+        if isinstance(model, LinearParameterModel) and simulated:
+            # against the true values of the model's own base parameters (its friction law may have fewer
+            # coefficients than the truth's)
+            truth_base = _values_by_name(truth, model.structure.base_parameters().names)
+            metrics["base_parameter_error"] = float(M.relative_parameter_error(model.base_values(), truth_base))
         if K > 1:
             err = trajectory_error(model.forward_dynamics, q_reference, *rollout_args)
             metrics["trajectory_rms"] = err.rms.tolist()
@@ -925,6 +926,9 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         closed_loop=closed_loop,
         parameter_labels=dict(sc.report.parameter_labels),
         sensitivity=sensitivity,
+        friction_curves=friction_curves(
+            {label: model for (label, _), model in zip(entries, models, strict=True)}, ds_val.qd
+        ),
     )
     write_report(run_dir, result)
 
@@ -982,6 +986,12 @@ def _friction_source(robot) -> str:
 
 def _first_experiment(ds) -> slice:
     return experiments(ds)[0][1]
+
+
+def _values_by_name(truth, names) -> np.ndarray:
+    """The true base values of the parameters ``names`` (each one of the truth's, as ``_model_structure`` checks)."""
+    values = dict(zip(truth.names, truth.true_values(), strict=True))
+    return np.array([values[n] for n in names])
 
 
 def _outcome(name: str, model, truth, metrics: dict, pred, model_path: str) -> EstimatorOutcome:
