@@ -294,3 +294,24 @@ def test_a_study_whose_models_assume_a_simpler_friction_law_than_the_truth(tmp_p
     report = (run / "report.md").read_text()
     assert "friction_curves.png" in report and (run / "plots" / "friction_curves.png").is_file()
     assert (run / "plots" / "convergence_two_loop.png").is_file()
+
+
+def test_the_convergence_plot_of_many_other_quantities_is_normalised_to_their_final_values(robots, tmp_path):
+    """irls + LMI keeps a history of its 91 base values beside 126 standard parameters: the plot normalised it by
+    the standard values (a broadcast error in the hyper9_seed001 run); α (a few quantities) is drawn as values."""
+    from robotid_sim.identification import History
+    from robotid_sim.report import EstimatorOutcome
+    from robotid_sim.report.plots import plot_parameter_convergence
+
+    robot = robots["hyper9"]
+    theta = robot.true_parameters()
+    base = robot.base_parameters()
+    values = np.outer(np.linspace(0.5, 1.0, 4), base.true_values())
+    model = StandardParameterModel(robot.structure(), theta, history=History(np.arange(4.0), values, base.names))
+    outcome = EstimatorOutcome.of_model("irls_lmi", model, {}, np.zeros((1, 9)), None)
+    assert plot_parameter_convergence(outcome, tmp_path / "many.png").is_file()
+    alphas = History(np.arange(3.0), np.array([[1.0] * 9, [0.9] * 9, [0.8] * 9]), [f"alpha{j + 1}" for j in range(9)])
+    few = EstimatorOutcome.of_model(
+        "two_loop", StandardParameterModel(robot.structure(), theta, history=alphas), {}, np.zeros((1, 9)), None
+    )
+    assert plot_parameter_convergence(few, tmp_path / "alpha.png").is_file()

@@ -336,13 +336,14 @@ def plot_parameter_convergence(
     names = outcome.parameter_names if outcome.history_names is None else outcome.history_names
     # a few other quantities (two_loop's α per outer iteration) are drawn as they are; many (the base values of an
     # iterated standard model) are normalised to their final values
-    raw = outcome.history_names is not None and b <= MAX_RAW_CURVES
-    truth = None if raw or outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
+    own = outcome.history_names is None  # the parameters' own history: their truth or final values are the reference
+    raw = not own and b <= MAX_RAW_CURVES
+    truth = None if not own or outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
     if raw:
         normalised = history
         band = None if std is None else BAND_SIGMAS * std
-    else:  # the parameters' own history: their truth or final values are the reference
-        reference = truth if truth is not None else np.asarray(outcome.values, dtype=float).ravel()
+    else:
+        reference = history[-1] if not own else truth if truth is not None else np.asarray(outcome.values).ravel()
         denominator, _ = parameter_scale(reference)
         normalised = 1.0 + (history - reference) / denominator
         band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)
