@@ -17,11 +17,14 @@ from pathlib import Path
 from robotid_sim.report.markdown import render_html, render_markdown
 from robotid_sim.report.plots import (
     MAX_VALUE_PANELS,
+    plot_active_terms,
     plot_friction_curves,
     plot_parameter_convergence,
     plot_parameter_errors,
     plot_parameter_values,
+    plot_segmentation,
     plot_sensitivity,
+    plot_sparse_model,
     plot_sparsity,
     plot_torque_comparison,
     plot_torque_errors,
@@ -31,6 +34,7 @@ from robotid_sim.report.result import (
     ClosedLoopOutcome,
     EstimatorOutcome,
     SensitivityOutcome,
+    SparseModelSummary,
     StudyResult,
     friction_curves,
 )
@@ -40,6 +44,7 @@ __all__ = [
     "ClosedLoopOutcome",
     "EstimatorOutcome",
     "SensitivityOutcome",
+    "SparseModelSummary",
     "StudyResult",
     "friction_curves",
     "write_report",
@@ -91,6 +96,8 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
                 lambda p: plot_sensitivity(result.sensitivity, p, result.parameter_labels),
             )
         )
+    if any(o.sparse is not None for o in result.outcomes):
+        plan.append(("active_terms", plots_dir / "active_terms.png", lambda p: plot_active_terms(result, p)))
     labels = result.parameter_labels
     used: set[str] = set()
     for outcome in result.outcomes:
@@ -118,7 +125,24 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
                     )
                 )
         threshold = outcome.metrics.get(SPARSITY_THRESHOLD_KEY)
-        if isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0:
+        if outcome.sparse is not None:
+            plan.append(
+                (
+                    f"sparsity/{outcome.name}",
+                    _figure_path(plots_dir, "sparsity", slug),
+                    lambda p, o=outcome: plot_sparse_model(o, p, result.joint_names),
+                )
+            )
+            segmentation = outcome.sparse.diagnostics.get("segmentation")
+            if isinstance(segmentation, dict) and segmentation.get("wcss"):
+                plan.append(
+                    (
+                        f"segmentation/{outcome.name}",
+                        _figure_path(plots_dir, "segmentation", slug),
+                        lambda p, o=outcome: plot_segmentation(o, p),
+                    )
+                )
+        elif isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0:
             plan.append(
                 (
                     f"sparsity/{outcome.name}",
@@ -139,8 +163,10 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     ``result.sensitivity`` is set, seed 004 Fig. 8), per estimator with a history one convergence plot (with a
     ±2σ band where it has ``history_std``) and, for at most 12 parameters, one plot of the values against time
     with the truth dashed (seed 004 Fig. 5–6), and one sparsity plot per estimator whose metrics carry a
-    positive ``"sparsity_threshold"``. A figure that fails is logged, left out, and named in the report's
-    notes; the report is still written.
+    positive ``"sparsity_threshold"``. A feature-library model (``sindy``, ``stepwise_sindy``) gets the active
+    terms per joint of all such models (seed 000 Fig. 5 / Fig. 10), a terms × joints coefficient map, and for a
+    RAI-segmented stepwise model the segmentation with its WCSS elbow (seed 000 Fig. 2). A figure that fails is
+    logged, left out, and named in the report's notes; the report is still written.
 
     Args:
         run_dir: the run folder (created if missing).
@@ -150,7 +176,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
         ``{"markdown": report.md, "html": report.html, <figure key>: PNG path, ...}``; figure keys are
         ``"torque_comparison"``, ``"torque_errors"``, ``"parameter_errors"``, ``"tracking_errors"``,
         ``"friction_curves"``, ``"sensitivity"``, ``"convergence/<estimator>"``,
-        ``"convergence_values/<estimator>"`` and ``"sparsity/<estimator>"``.
+        ``"convergence_values/<estimator>"``, ``"sparsity/<estimator>"``, ``"active_terms"`` and
+        ``"segmentation/<estimator>"``.
 
     Raises:
         FileExistsError: if any file the report would write already exists; nothing is written then.

@@ -2,10 +2,12 @@
 
 Both show, in this order: title, info key/values, the comparison table, notes, the per-joint torque RMS,
 the validation trajectory's RMS, RSD and agreement index per joint (seed 004 Table 5), the closed-loop
-tracking errors, the identified models, the figures, the base-parameter table (seed 004 Table 4) with the
-relative error of each estimate, the ±50 % sensitivity table (seed 004 Table 6) and the scenario. A
-closed-loop comparison on its own (no estimator) has no comparison table. The HTML page has inline CSS only
-(no scripts, no external assets) and refers to the figures by their relative paths.
+tracking errors, the sparse models (seed 000 Table 2: library size, active terms per joint, fit time; the
+steps and segmentation of stepwise SINDy; each model's equations), the identified models, the figures, the
+base-parameter table (seed 004 Table 4) with the relative error of each estimate, the ±50 % sensitivity table
+(seed 004 Table 6) and the scenario. A closed-loop comparison on its own (no estimator) has no comparison
+table. The HTML page has inline CSS only (no scripts, no external assets) and refers to the figures
+by their relative paths.
 """
 
 from __future__ import annotations
@@ -25,8 +27,13 @@ from robotid_sim.report.tables import (
     consistency_rows,
     per_joint_rows,
     relative_error_rows,
+    segmentation_summary,
     sensitivity_rows,
+    sparse_model_rows,
+    sparse_outcomes,
+    sparse_step_rows,
     trajectory_rows,
+    wrap_equation,
 )
 
 #: Parameter tables longer than this are folded into a <details> element in HTML.
@@ -39,6 +46,7 @@ _CAPTIONS = {
     "friction_curves": "Friction torque against joint velocity",
     "tracking_errors": "Closed-loop tracking error per joint",
     "sensitivity": "Trajectory RMS against each parameter's scale factor (seed 004 Fig. 8)",
+    "active_terms": "Active terms per joint of the sparse models (seed 000 Fig. 5, Fig. 10)",
 }
 #: under the closed-loop table, in both renderers
 _CLOSED_LOOP_HINT = "η = mean |q_ref − q| per joint over the run (seed 000 Fig. 15); lowest value per column"
@@ -46,6 +54,7 @@ _PREFIX_CAPTIONS = {
     "convergence/": "Parameter convergence: ",
     "convergence_values/": "Parameter estimates against time (seed 004 Fig. 5–6): ",
     "sparsity/": "Coefficient sparsity: ",
+    "segmentation/": "RAI + k-means segmentation and the WCSS elbow (seed 000 Fig. 2): ",
 }
 #: under the validation-trajectory table, in both renderers
 _CONSISTENCY_HINT = (
@@ -65,6 +74,25 @@ _RELATIVE_ERROR_HINT = (
     f"100 · |estimate − true| / |true|; {NEAR_ZERO_MARK}: true value ≈ 0, error relative to {NEAR_ZERO:g}·max|true| "
     "instead. Lowest value per parameter"
 )
+
+
+def _sparse_hint(result: StudyResult) -> str:
+    """The line under the sparse-model table: what each column counts."""
+    joints = ", ".join(f"τ{j + 1} = {name}" for j, name in enumerate(result.joint_names))
+    return (
+        "Library size: candidate functions (stepwise SINDy: the sum over its steps, each step's in 'library per "
+        "step'); active τj: terms of joint j's equation (|ξ| above the estimator's threshold; a stepwise model "
+        "holds the union of its steps' terms); fit time: the whole fit, segmentation included. Joints: "
+        f"{joints}. Lowest value per column"
+    )
+
+
+def _equation_lines(outcome) -> list[str]:
+    """The equations of a feature-library model, one per joint, wrapped (:func:`wrap_equation`)."""
+    lines: list[str] = []
+    for equation in outcome.sparse.equations:
+        lines += wrap_equation(equation)
+    return lines
 
 
 def _sensitivity_hint(result: StudyResult) -> str:
@@ -189,6 +217,26 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += ["## Closed loop", ""]
         out += _md_table(headers, rows)
         out += ["", f"{_md_escape(_CLOSED_LOOP_HINT)} in **bold**.", ""]
+
+    headers, rows = sparse_model_rows(result)
+    if rows:
+        out += ["## Sparse models (seed 000 Table 2)", ""]
+        out += _md_table(headers, rows, text_columns=(0, 2) if "library per step" in headers else (0,))
+        out += ["", f"{_md_escape(_sparse_hint(result))} in **bold**.", ""]
+        for outcome in sparse_outcomes(result):
+            headers, rows = sparse_step_rows(outcome)
+            summary = segmentation_summary(outcome)
+            if rows or summary:
+                out += [f"### Steps of {_md_escape(outcome.name)}", ""]
+            if rows:
+                out += _md_table(headers, rows, text_columns=(0, 1))
+                out.append("")
+            if summary:
+                out += [_md_escape(summary), ""]
+        for outcome in sparse_outcomes(result):
+            lines = _equation_lines(outcome)
+            fence = "`" * max(3, 1 + max((len(x) for x in lines if set(x) == {"`"}), default=0))
+            out += [f"### Equations of {_md_escape(outcome.name)}", "", f"{fence}text", *lines, fence, ""]
 
     models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
     if models:
@@ -355,6 +403,24 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         headers, rows = closed_loop_rows(result)
         out += _html_table(headers, rows)
         out.append(f'<p class="hint">{_esc(_CLOSED_LOOP_HINT)} highlighted.</p>')
+
+    headers, rows = sparse_model_rows(result)
+    if rows:
+        out.append("<h2>Sparse models (seed 000 Table 2)</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 2) if "library per step" in headers else (0,))
+        out.append(f'<p class="hint">{_esc(_sparse_hint(result))} highlighted.</p>')
+        for outcome in sparse_outcomes(result):
+            headers, rows = sparse_step_rows(outcome)
+            summary = segmentation_summary(outcome)
+            if rows or summary:
+                out.append(f"<h3>Steps of {_esc(outcome.name)}</h3>")
+            if rows:
+                out += _html_table(headers, rows, text_columns=(0, 1))
+            if summary:
+                out.append(f'<p class="hint">{_esc(summary)}</p>')
+        for outcome in sparse_outcomes(result):
+            out.append(f"<h3>Equations of {_esc(outcome.name)}</h3>")
+            out.append(f'<pre class="equations">{_esc(chr(10).join(_equation_lines(outcome)))}</pre>')
 
     models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
     if models:

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from robotid_sim.report.result import EstimatorOutcome, SensitivityOutcome, StudyResult
-from robotid_sim.report.tables import NEAR_ZERO, parameter_scale, per_joint_rms, relative_parameter_errors
+from robotid_sim.report.tables import (
+    NEAR_ZERO,
+    parameter_scale,
+    per_joint_rms,
+    relative_parameter_errors,
+    sparse_outcomes,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -575,6 +581,7 @@ def plot_sparsity(
     path: str | Path,
     threshold: float,
     column_names: Sequence[str] | None = None,
+    title: str | None = None,
 ) -> Path:
     """Magnitude of sparse-regression (SINDy-like) coefficients against the pruning threshold.
 
@@ -588,6 +595,7 @@ def plot_sparsity(
         path: PNG to write.
         threshold: magnitude below which a term counts as inactive (> 0).
         column_names: (m,) column labels for a matrix; default ``τ1 … τm``.
+        title: the figure's title; default the count of active terms.
 
     Returns:
         ``path``.
@@ -606,7 +614,7 @@ def plot_sparsity(
     magnitude = np.abs(coefficients)
     active = int(np.sum(magnitude >= threshold))
     p = len(names)
-    title = f"{active} of {magnitude.size} terms active (|c| ≥ {threshold:.3g})"
+    heading = f"{active} of {magnitude.size} terms active (|c| ≥ {threshold:.3g})"
     fontsize = 8 if p <= 30 else 6.5 if p <= 70 else 5.5
     if coefficients.ndim == 1:
         fig = _figure(min(16.0, max(7.0, 2.0 + 0.14 * p)), 4.6)
@@ -644,5 +652,159 @@ def plot_sparsity(
         colorbar.ax.axhline(low, color="C3", lw=2)
         ax.set_xticks(np.arange(m), columns, fontsize=8)
         ax.set_yticks(np.arange(p), list(names), fontsize=fontsize)
-    ax.set_title(title, fontsize=11)
+    ax.set_title(heading if title is None else title, fontsize=11)
+    return _save(fig, path)
+
+
+# ------------------------------------------------------------------------------ sparse (feature-library) models
+#: colours of the three states of stepwise SINDy's segmentation (seed 000 Fig. 2)
+STATE_COLORS = {"static": "C0", "constant_velocity": "C2", "variable_velocity": "C3"}
+
+
+def _int_list(value: object, n: int) -> np.ndarray | None:
+    if not isinstance(value, list | tuple) or len(value) != n:
+        return None
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+
+
+def plot_active_terms(result: StudyResult, path: str | Path) -> Path:
+    """Active terms per joint of every feature-library model, grouped bars (seed 000 Fig. 5 and Fig. 10).
+
+    Reads each model's diagnostics ``active_terms`` (falling back to the non-zero coefficients per joint) and
+    names its ``library_size`` in the legend.
+
+    Raises:
+        ValueError: if the study has no feature-library model.
+    """
+    outcomes = sparse_outcomes(result)
+    if not outcomes:
+        raise ValueError("plot_active_terms needs at least one feature-library model in the study")
+    n = max(o.sparse.coefficients.shape[0] for o in outcomes)
+    colors = estimator_colors([o.name for o in result.outcomes])
+    fig = _figure(max(6.0, 2.5 + 0.9 * n * max(1, len(outcomes)) ** 0.5), 4.2)
+    ax = fig.subplots()
+    width = 0.8 / len(outcomes)
+    x = np.arange(n)
+    for k, outcome in enumerate(outcomes):
+        sparse = outcome.sparse
+        active = _int_list(sparse.diagnostics.get("active_terms"), n)
+        if active is None:
+            active = np.count_nonzero(sparse.coefficients, axis=1).astype(float)
+        size = sparse.diagnostics.get("library_size")
+        label = outcome.name + (f" (library {size})" if isinstance(size, int) else "")
+        bars = ax.bar(x + (k - (len(outcomes) - 1) / 2) * width, active, width, color=colors[outcome.name], label=label)
+        ax.bar_label(bars, fmt="%d", fontsize=7, padding=1)
+    ax.set_xticks(x, [f"τ{j + 1}\n{name}" for j, name in enumerate(result.joint_names[:n])], fontsize=8)
+    ax.set_ylabel("active terms")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title("Active terms per joint", fontsize=11)
+    return _save(fig, path)
+
+
+def plot_sparse_model(outcome: EstimatorOutcome, path: str | Path, joint_names: Sequence[str] | None = None) -> Path:
+    """The coefficients of a feature-library model, terms × joints (:func:`plot_sparsity` as a heatmap).
+
+    The model holds only the terms active on some joint; a blank cell is a term inactive on that joint. The
+    threshold is the estimator's ``threshold`` option (else the smallest non-zero magnitude).
+
+    Raises:
+        ValueError: if the outcome has no feature-library model.
+    """
+    sparse = outcome.sparse
+    if sparse is None:
+        raise ValueError(f"'{outcome.name}' is not a feature-library model")
+    coefficients = np.asarray(sparse.coefficients, dtype=float)
+    magnitude = np.abs(coefficients[coefficients != 0])
+    threshold = sparse.threshold or (float(magnitude.min()) if magnitude.size else 1.0)
+    n = coefficients.shape[0]
+    names = list(joint_names or [])
+    columns = [f"τ{j + 1}" + (f" {names[j]}" if j < len(names) else "") for j in range(n)]
+    active = int(np.count_nonzero(coefficients))
+    size = sparse.diagnostics.get("library_size")
+    of = f" of a library of {size} candidates" if isinstance(size, int) else ""
+    title = f"{outcome.name}: {len(sparse.terms)} terms{of} kept; {active} active coefficients (|ξ| > {threshold:.3g})"
+    if not sparse.terms:
+        fig = _figure(6.0, 2.5)
+        ax = fig.subplots()
+        ax.text(0.5, 0.5, "no active term", ha="center", va="center")
+        ax.set_axis_off()
+        ax.set_title(title, fontsize=10)
+        return _save(fig, path)
+    return plot_sparsity(sparse.terms, coefficients.T, path, threshold, column_names=columns, title=title)
+
+
+def plot_segmentation(outcome: EstimatorOutcome, path: str | Path) -> Path:
+    """Stepwise SINDy's RAI + k-means segmentation (seed 000 Fig. 2 and its elbow).
+
+    Left: the RAI plane (RAI of the velocities against RAI of the accelerations). When the diagnostics carry
+    per-sample features (``segmentation["features"]``, (N, 2), with ``segmentation["feature_states"]``) they are
+    drawn coloured by state; otherwise the k cluster centroids (``centroids``), coloured by the state each was
+    named (``cluster_labels``), with areas proportional to ``cluster_sizes``. Right: WCSS against k (``wcss``,
+    k = 1 … k_max) with the k chosen by the elbow (``k``) marked.
+
+    Raises:
+        ValueError: if the outcome has no RAI segmentation (no WCSS curve).
+    """
+    sparse = outcome.sparse
+    seg = None if sparse is None else sparse.diagnostics.get("segmentation")
+    wcss = np.asarray(seg.get("wcss") or [], dtype=float) if isinstance(seg, dict) else np.zeros(0)
+    if wcss.size == 0:
+        raise ValueError(f"'{outcome.name}' has no RAI segmentation to draw")
+    fig = _figure(10.5, 4.2)
+    left, right = fig.subplots(1, 2)
+    features = seg.get("features")
+    states = seg.get("feature_states")
+    drawn = False
+    if isinstance(features, list) and isinstance(states, list) and len(features) == len(states) and features:
+        points = np.asarray(features, dtype=float)
+        labels = np.asarray(states, dtype=str)
+        for state, color in STATE_COLORS.items():
+            on = labels == state
+            if on.any():
+                left.scatter(points[on, 0], points[on, 1], s=4, color=color, alpha=0.5, label=state.replace("_", " "))
+        drawn = True
+    centroids = np.asarray(seg.get("centroids") or [], dtype=float)
+    names = list(seg.get("cluster_labels") or [])
+    sizes = np.asarray(seg.get("cluster_sizes") or [], dtype=float)
+    if centroids.ndim == 2 and centroids.shape[1] == 2 and len(names) == len(centroids):
+        total = float(sizes.sum()) if sizes.size == len(centroids) and sizes.sum() > 0 else 0.0
+        for c, (point, state) in enumerate(zip(centroids, names, strict=True)):
+            share = sizes[c] / total if total else 0.0
+            area = 60 + 1400 * share
+            left.scatter(
+                [point[0]],
+                [point[1]],
+                s=area,
+                color=STATE_COLORS.get(state, "0.5"),
+                edgecolors="black",
+                marker="X" if drawn else "o",
+                alpha=0.9 if drawn else 0.6,
+                label=None if drawn else f"{state.replace('_', ' ')} ({int(sizes[c]) if total else '?'})",
+                zorder=3,
+            )
+    left.set_xlabel("RAI of the velocities")
+    left.set_ylabel("RAI of the accelerations")
+    left.grid(alpha=0.3)
+    left.margins(0.2)
+    legend = left.legend(fontsize=8, loc="best")
+    for handle in legend.legend_handles:
+        if hasattr(handle, "set_sizes"):
+            handle.set_sizes([40])
+    left.set_title("samples by state" if drawn else "cluster centroids (area ∝ samples)", fontsize=10)
+    k = np.arange(1, wcss.size + 1)
+    right.plot(k, wcss, "o-", color="C0")
+    chosen = seg.get("k")
+    if isinstance(chosen, int) and 1 <= chosen <= wcss.size:
+        right.scatter([chosen], [wcss[chosen - 1]], s=160, facecolors="none", edgecolors="C3", lw=2, zorder=3)
+        right.annotate(f"k = {chosen}", (chosen, wcss[chosen - 1]), xytext=(10, 10), textcoords="offset points")
+    right.set_xlabel("number of clusters k")
+    right.set_ylabel("WCSS")
+    right.set_xticks(k)
+    right.grid(alpha=0.3)
+    right.set_title("elbow on the within-cluster sum of squares", fontsize=10)
+    fig.suptitle(f"{outcome.name}: RAI + k-means segmentation", fontsize=11)
     return _save(fig, path)

@@ -34,6 +34,8 @@ class EstimatorOutcome:
             ``parameter_names`` (two_loop's exponents α, the base values a standard model went through); None:
             the parameters themselves.
         model_path: where the identified model was saved, relative to the run folder.
+        sparse: the equations, coefficients and sparsity diagnostics of a feature-library (SINDy-like)
+            model, else None.
     """
 
     name: str
@@ -48,6 +50,7 @@ class EstimatorOutcome:
     history_std: np.ndarray | None = None
     history_names: list[str] | None = None
     model_path: str | None = None
+    sparse: SparseModelSummary | None = None
 
     @classmethod
     def of_model(
@@ -82,7 +85,71 @@ class EstimatorOutcome:
             history_std=None if history is None else history.std,
             history_names=None if history is None or list(history.names) == list(names) else list(history.names),
             model_path=model_path,
+            sparse=SparseModelSummary.of_model(model),
         )
+
+
+#: the diagnostics of a feature-library model the report reads (``sindy``, ``stepwise_sindy``; plugins/sindy.py)
+SPARSE_DIAGNOSTICS = (
+    "library_size",
+    "library_sizes",
+    "library",
+    "active_terms",
+    "fit_time_s",
+    "regression_time_s",
+    "segmentation_time_s",
+    "samples",
+    "steps",
+    "segmentation",
+)
+
+
+@dataclass
+class SparseModelSummary:
+    """What the report shows of a feature-library (SINDy-like) model, read from the model alone, so a run
+    folder read back (the saved model with its diagnostics) gives the same report as the live run.
+
+    Attributes:
+        terms: (F,) names of the model's library terms (the terms active on at least one joint).
+        coefficients: (n, F) coefficients; 0 where a term is inactive on a joint.
+        equations: one readable equation per joint (``FeatureLibraryModel.equations()``).
+        threshold: the activity threshold of the estimator's options (``threshold``), or None.
+        diagnostics: the model's diagnostics named in :data:`SPARSE_DIAGNOSTICS` that it has: ``library_size``
+            (total candidates; the sum over the steps for stepwise SINDy), ``library_sizes`` (per step),
+            ``active_terms`` (per joint), ``fit_time_s``, ``steps`` (per step: ``step``, ``state``, ``samples``,
+            ``runs``, ``library_size``, ``active_terms``, ``fit_time_s``), ``segmentation`` (``method``,
+            ``samples`` per state, ``k``, ``wcss``, ``cluster_sizes``, ``cluster_labels``, ``centroids``,
+            ``label_agreement``), ...
+    """
+
+    terms: list[str]
+    coefficients: np.ndarray
+    equations: list[str]
+    threshold: float | None = None
+    diagnostics: dict = field(default_factory=dict)
+
+    @classmethod
+    def of_model(cls, model) -> SparseModelSummary | None:
+        """The summary of a :class:`~robotid_sim.identification.FeatureLibraryModel`; None for any other model."""
+        from robotid_sim.identification import FeatureLibraryModel
+
+        if not isinstance(model, FeatureLibraryModel):
+            return None
+        threshold = (model.options or {}).get("threshold")
+        ok = isinstance(threshold, int | float) and not isinstance(threshold, bool) and np.isfinite(threshold)
+        diagnostics = model.diagnostics or {}
+        return cls(
+            terms=list(model.library.names),
+            coefficients=np.array(model.coefficients, dtype=float),
+            equations=list(model.equations()),
+            threshold=float(threshold) if ok and threshold > 0 else None,
+            diagnostics={k: diagnostics[k] for k in SPARSE_DIAGNOSTICS if k in diagnostics},
+        )
+
+    @property
+    def is_stepwise(self) -> bool:
+        """True for a model fitted in steps (stepwise SINDy: its diagnostics list the steps)."""
+        return isinstance(self.diagnostics.get("steps"), list) and bool(self.diagnostics["steps"])
 
 
 @dataclass

@@ -8,6 +8,7 @@ The renderers only decide how a cell looks; what goes into it is decided here, o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -368,11 +369,14 @@ def relative_parameter_errors(values: np.ndarray, true_values: np.ndarray) -> np
 
 def _base_table(result: StudyResult) -> list[tuple[str, str, float]]:
     """The study's (name, expression, true value) rows; without a base-parameter table, the estimators' own
-    names and true values (NaN where unknown)."""
+    names and true values (NaN where unknown); a feature-library model's terms are no parameters of this table
+    (the report prints them as equations)."""
     if result.base_parameter_table:
         return list(result.base_parameter_table)
     seen: dict[str, float] = {}
     for outcome in result.outcomes:
+        if outcome.sparse is not None:
+            continue
         truth = outcome.true_values
         for k, name in enumerate(outcome.parameter_names):
             if name not in seen:
@@ -556,3 +560,175 @@ def rich_closed_loop_table(result: StudyResult) -> Table:
         A :class:`rich.table.Table` with one row per controller; the caller prints it.
     """
     return _rich_table(f"{result.title}: closed-loop tracking error η ({result.robot_name})", *closed_loop_rows(result))
+
+
+# ------------------------------------------------------------------------------ sparse (feature-library) models
+def sparse_outcomes(result: StudyResult) -> list[EstimatorOutcome]:
+    """The outcomes whose model is a feature-library (SINDy-like) model, in the study's order."""
+    return [o for o in result.outcomes if o.sparse is not None]
+
+
+def _number(value: object) -> float:
+    """A diagnostics value as a float (NaN when missing or not a number)."""
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _numbers(value: object, n: int | None = None) -> list[float]:
+    """A diagnostics list as floats (NaN for entries that are not numbers); [] when not a list (or not n long)."""
+    if not isinstance(value, list | tuple):
+        return []
+    out = [_number(v) for v in value]
+    return out if n is None or len(out) == n else []
+
+
+def _count_text(value: float) -> str:
+    return MISSING if math.isnan(value) else str(int(round(value)))
+
+
+def _joined(values: list[float], text: Callable[[float], str]) -> str:
+    return " / ".join(text(v) for v in values) if values else MISSING
+
+
+def _step_names(sparse) -> list[str]:
+    return [
+        str(s.get("step", f"Step {k + 1}")) if isinstance(s, dict) else f"Step {k + 1}"
+        for k, s in enumerate(sparse.diagnostics.get("steps") or [])
+    ]
+
+
+def sparse_model_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """The sparse-model table in the layout of seed 000 Table 2: one row per feature-library model.
+
+    Columns: estimator, library size (candidate functions; for stepwise SINDy the sum over its steps,
+    diagnostics ``library_size``), the library per step (``library_sizes``, stepwise only), active terms per
+    joint (``active_terms``: the terms of each joint's equation) and their total, fit time (``fit_time_s``)
+    and the fit time per step (``steps[k]["fit_time_s"]``, stepwise only). The per-step columns appear only when
+    a stepwise model is in the study. The lowest library size, active-term count and fit time are marked best
+    when two or more models have one.
+
+    Returns:
+        ``(headers, rows)``; no rows when the study has no feature-library model.
+    """
+    outcomes = sparse_outcomes(result)
+    if not outcomes:
+        return [], []
+    n = max((o.sparse.coefficients.shape[0] for o in outcomes), default=0)
+    stepwise = any(o.sparse.is_stepwise for o in outcomes)
+    headers = ["estimator", "library size"]
+    if stepwise:
+        headers.append("library per step")
+    headers += [f"active τ{j + 1}" for j in range(n)] + ["active total", "fit time [s]"]
+    if stepwise:
+        headers.append("fit time per step [s]")
+    columns: list[list[Cell]] = []
+
+    def add(values: list[float], text: Callable[[float], str], better: str | None) -> None:
+        mask = _best_mask(values, better)
+        columns.append([Cell(text(v), v, b) for v, b in zip(values, mask, strict=True)])
+
+    def add_text(texts: list[str]) -> None:
+        columns.append([Cell(t) for t in texts])
+
+    diagnostics = [o.sparse.diagnostics for o in outcomes]
+    add([_number(d.get("library_size")) for d in diagnostics], _count_text, "min")
+    if stepwise:
+        add_text([_joined(_numbers(d.get("library_sizes")), _count_text) for d in diagnostics])
+    active = [_numbers(d.get("active_terms"), n) or [math.nan] * n for d in diagnostics]
+    for j in range(n):
+        add([a[j] for a in active], _count_text, "min")
+    add([math.nan if any(math.isnan(v) for v in a) else float(sum(a)) for a in active], _count_text, "min")
+    add([_number(d.get("fit_time_s")) for d in diagnostics], format_number, "min")
+    if stepwise:
+        add_text(
+            [
+                _joined(
+                    [_number(s.get("fit_time_s")) if isinstance(s, dict) else math.nan for s in d.get("steps") or []],
+                    format_number,
+                )
+                for d in diagnostics
+            ]
+        )
+    rows = [[Cell(o.name)] + [col[k] for col in columns] for k, o in enumerate(outcomes)]
+    return headers, rows
+
+
+def sparse_step_rows(outcome: EstimatorOutcome) -> tuple[list[str], list[list[Cell]]]:
+    """The steps of a stepwise model: one row per step (diagnostics ``steps``).
+
+    Columns: step, state, samples, runs (contiguous runs of samples in the state), library size, active terms
+    per joint in that step's regression, fit time [s].
+
+    Returns:
+        ``(headers, rows)``; no rows for a model fitted in one go.
+    """
+    sparse = outcome.sparse
+    if sparse is None or not sparse.is_stepwise:
+        return [], []
+    n = sparse.coefficients.shape[0]
+    headers = ["step", "state", "samples", "runs", "library size"]
+    headers += [f"active τ{j + 1}" for j in range(n)] + ["fit time [s]"]
+    rows = []
+    for name, step in zip(_step_names(sparse), sparse.diagnostics["steps"], strict=True):
+        step = step if isinstance(step, dict) else {}
+        active = _numbers(step.get("active_terms"), n) or [math.nan] * n
+        row = [Cell(name), Cell(str(step.get("state", MISSING)).replace("_", " "))]
+        row += [Cell(_count_text(v), v) for v in (_number(step.get(k)) for k in ("samples", "runs", "library_size"))]
+        row += [Cell(_count_text(v), v) for v in active]
+        fit = _number(step.get("fit_time_s"))
+        row.append(Cell(format_number(fit), fit))
+        rows.append(row)
+    return headers, rows
+
+
+def segmentation_summary(outcome: EstimatorOutcome) -> str | None:
+    """One line on a stepwise model's segmentation (diagnostics ``segmentation``), or None without one.
+
+    E.g. ``"RAI + k-means: k = 3 by the elbow on the WCSS (k = 1 … 8); samples per state: static 1136,
+    constant velocity 1213, variable velocity 7414; 91.4 % agree with the data's own labels"``.
+    """
+    sparse = outcome.sparse
+    seg = None if sparse is None else sparse.diagnostics.get("segmentation")
+    if not isinstance(seg, dict):
+        return None
+    parts = []
+    if seg.get("method") == "rai":
+        wcss = _numbers(seg.get("wcss"))
+        span = f" (k = 1 … {len(wcss)})" if wcss else ""
+        parts.append(f"RAI + k-means: k = {seg.get('k', MISSING)} by the elbow on the WCSS{span}")
+    else:
+        parts.append(f"segmented by {str(seg.get('method', '?')).replace('_', ' ')} (the data's own labels)")
+    samples = seg.get("samples")
+    if isinstance(samples, dict) and samples:
+        parts.append("samples per state: " + ", ".join(f"{str(k).replace('_', ' ')} {v}" for k, v in samples.items()))
+    agreement = _number(seg.get("label_agreement"))
+    if not math.isnan(agreement):
+        parts.append(f"{100 * agreement:.1f} % agree with the data's own labels")
+    time_s = _number(sparse.diagnostics.get("segmentation_time_s"))
+    if not math.isnan(time_s):
+        parts.append(f"segmentation time {format_number(time_s)} s")
+    return "; ".join(parts)
+
+
+#: longest line of an equation in the report before it is wrapped
+EQUATION_WIDTH = 100
+_TERM_BREAK = re.compile(r" (?=[+-] )")
+
+
+def wrap_equation(equation: str, width: int = EQUATION_WIDTH) -> list[str]:
+    """An equation ``tau1 = a*x + b*y - ...`` split into lines of at most ``width`` characters, breaking only
+    before a ``+``/``-`` between terms (a term longer than the width keeps its own line); continuation lines are
+    indented under the first term, so joining the stripped lines with single spaces gives the equation back."""
+    head, sep, _ = equation.partition(" = ")
+    indent = " " * (len(head) + len(sep)) if sep else "    "
+    lines: list[str] = []
+    for token in _TERM_BREAK.split(equation):
+        if lines and len(lines[-1]) + 1 + len(token) <= width:
+            lines[-1] += " " + token
+        else:
+            lines.append(token if not lines else indent + token)
+    return lines or [equation]
