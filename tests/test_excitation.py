@@ -394,7 +394,7 @@ def test_stepwise_labels_cover_the_duration_and_segments_behave(all_robots, name
     assert segs[0].start == 0.0 and segs[-1].end == pytest.approx(exc.duration)
     for prev, nxt in zip(segs, segs[1:], strict=False):
         assert prev.end == pytest.approx(nxt.start)
-    assert {s.label for s in segs} == set(STEPWISE_LABELS)
+    assert {s.label for s in segs} == {*STEPWISE_LABELS, "transition"}
     t, q, qd, qdd = exc.sample(500.0)
     for s in segs:
         sel = s.mask(t)

@@ -40,6 +40,8 @@ LIMIT_TOLERANCE = 1e-9
 _CHUNK = 100_000
 #: the labels used by the stepwise data collection (seed 000 §3)
 STEPWISE_LABELS = ("static", "constant_velocity", "variable_velocity")
+#: the stepwise excitation's rest-to-rest moves between those states (variable-velocity motion)
+STEPWISE_TRANSITION = "transition"
 
 Trajectory = tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -370,14 +370,18 @@ def build_stepwise(cfg: dict, robot) -> Excitation:
         "fourier_periods",
         "pose_spread",
         "margin",
+        "n_sweeps",
+        "sweep_time",
+        "sweep_speeds",
         "seed",
     )
     options = _options("stepwise", cfg, keys)
     _check_values(
         "stepwise",
         cfg,
-        ints={"n_poses": 1, "fourier_segments": 0, "harmonics": 1, "fourier_periods": 1, "seed": 0},
+        ints={"n_poses": 1, "fourier_segments": 0, "harmonics": 1, "fourier_periods": 1, "n_sweeps": 0, "seed": 0},
         floats={
+            "sweep_time": (0.0, True),
             "static_duration": (0.0, False),
             "slow_speed": (0.0, True),
             "cruise_time": (0.0, False),
@@ -386,7 +390,7 @@ def build_stepwise(cfg: dict, robot) -> Excitation:
             "pose_spread": (0.0, False),
             "margin": (0.0, False),
         },
-        arrays=("poses", "speeds"),
+        arrays=("poses", "speeds", "sweep_speeds"),
         nullable=("poses", "seed"),
     )
     _need_robot("stepwise", robot)

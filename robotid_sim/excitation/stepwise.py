@@ -8,16 +8,36 @@ speed, 0.1°/s, to overcome Coulomb dry friction (seed 000 §3, the paragraph af
 :class:`StepwiseExcitation` plays, with smooth rest-to-rest transitions (fifth-order
 polynomials, seed 004 Eq. 39) in between:
 
-1. ``static``: at each of several poses, all joints creep at ``slow_speed`` for
-   ``static_duration`` seconds;
-2. ``constant_velocity``: for each speed level, all joints sweep at constant, per-joint
-   velocities (random directions and ratios, seeded) and then sweep back at the same speeds —
-   both directions, as seed 000 separates forward and backward data for the sign function;
-3. ``variable_velocity``: random feasible Fourier segments (seed 001 Eq. 10).
+1. ``static``: at each of ``n_poses`` seeded random feasible poses (default 30, spread over the
+   whole range), all joints creep at ``slow_speed`` for ``static_duration`` seconds (default 0.5);
+2. ``constant_velocity``:
+
+   - ``n_sweeps`` sweeps (default 30) that each start from a seeded random pose and cruise for
+     ``sweep_time`` seconds (default 1) at per-joint speeds drawn from ``sweep_speeds`` (fractions
+     of the velocity limit, default 0.2 … 0.9) in random directions, each joint's speed lowered
+     where its range is too short for the travel;
+   - optionally, for each level of ``speeds`` (default: none), a sweep through the centre of
+     the range and back at the same speeds — both directions, as seed 000 separates forward and
+     backward data for the sign function;
+3. ``variable_velocity``: ``fourier_segments`` random feasible Fourier segments (seed 001
+   Eq. 10; default 2).
+
+The defaults give stepwise SINDy well-determined Steps I and II: gravity seen at 30 poses over the
+whole workspace, the velocity terms at 30 velocity vectors in all directions from everywhere in it
+(the earlier defaults — 4 poses, 3 centred sweeps — left both steps under-determined: stepwise
+validation errors of 50–800 %). About 100–150 s of motion on the bundled arms.
+
+Every sample stays inside the position, velocity and acceleration limits shrunk by ``margin``,
+and the labels are exact: a cruise is ``constant_velocity`` (qdd = 0, qd constant) from its first
+to its last sample.
 
 :attr:`~robotid_sim.excitation.base.Excitation.segments` labels every time range with one of
-``'static' | 'constant_velocity' | 'variable_velocity'``: transitions and the speed ramps of
-the sweeps count as ``variable_velocity``, a creep with its tiny ramps as ``static``.
+``'static' | 'constant_velocity' | 'variable_velocity' | 'transition'``: a creep with its tiny
+ramps counts as ``static``, and the moves into and out of the designed states (the rest-to-rest
+moves between them and the speed ramps of the sweeps) as ``transition``. Seed 000 collects each state
+in its own experiment, so its data have no such moves; they are variable-velocity motion (stepwise
+SINDy's Step III uses them so), but they begin and end at rest, where no sample-wise criterion can
+tell them from a static pose.
 """
 
 from __future__ import annotations
@@ -29,7 +49,9 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError
 from robotid_sim.excitation.base import (
+    SMOOTHSTEP_PEAK_ACCELERATION,
     SMOOTHSTEP_PEAK_VELOCITY,
+    STEPWISE_TRANSITION,
     Concatenation,
     Excitation,
     Hold,
@@ -182,20 +204,23 @@ class StepwiseExcitation(SequenceBacked):
         self,
         robot,
         *,
-        n_poses: int = 4,
+        n_poses: int = 30,
         poses=None,
-        static_duration: float = 2.0,
+        static_duration: float = 0.5,
         slow_speed: float = SLOW_SPEED,
-        speeds=(0.3, 0.6, 0.9),
+        speeds=(),
         cruise_time: float = 4.0,
         min_cruise_time: float = 0.5,
         fourier_segments: int = 2,
         harmonics: int = 3,
         base_frequency: float = 0.1,
         fourier_periods: int = 1,
-        pose_spread: float = 0.6,
+        pose_spread: float = 1.0,
         margin: float = 0.02,
         seed: int = 0,
+        n_sweeps: int = 30,
+        sweep_time: float = 1.0,
+        sweep_speeds=(0.2, 0.9),
     ):
         """Build the trajectory.
 
@@ -205,9 +230,10 @@ class StepwiseExcitation(SequenceBacked):
             poses: explicit static poses (K, n).
             static_duration: creep time at each pose (s).
             slow_speed: creep speed (rad/s or m/s); seed 000: 0.1°/s. 0 holds still.
-            speeds: constant-velocity levels as fractions of each joint's velocity limit.
-            cruise_time: wished cruise time per sweep (s); shortened so the sweep fits the range.
-            min_cruise_time: shortest acceptable cruise (s); speeds are lowered to allow it.
+            speeds: levels of the centred sweeps (there and back) as fractions of each joint's
+                velocity limit; empty (default): none.
+            cruise_time: wished cruise time per centred sweep (s); shortened so the sweep fits the range.
+            min_cruise_time: shortest acceptable centred cruise (s); speeds are lowered to allow it.
             fourier_segments: number of variable-velocity Fourier segments.
             harmonics: harmonics of each Fourier segment.
             base_frequency: base frequency of the Fourier segments (Hz).
@@ -215,6 +241,10 @@ class StepwiseExcitation(SequenceBacked):
             pose_spread: random poses are drawn from this central fraction of each range.
             margin: fraction of every limit kept free.
             seed: random seed (poses, sweep directions, Fourier coefficients).
+            n_sweeps: number of constant-velocity sweeps from random poses (0: none).
+            sweep_time: cruise time of each of them (s).
+            sweep_speeds: (low, high): their per-joint speeds are drawn uniformly from this range
+                of fractions of each joint's velocity limit.
         """
         options = dict(
             n_poses=int(n_poses),
@@ -231,15 +261,27 @@ class StepwiseExcitation(SequenceBacked):
             pose_spread=float(pose_spread),
             margin=float(margin),
             seed=int(seed),
+            n_sweeps=int(n_sweeps),
+            sweep_time=float(sweep_time),
+            sweep_speeds=[float(s) for s in np.atleast_1d(sweep_speeds)],
         )
         object.__setattr__(self, "options", options)
         object.__setattr__(self, "_sequence", _build_stepwise(JointLimits.of(robot), **options))
 
     def describe(self) -> dict:
+        """The options as given, less ``poses`` when None and the options of :data:`_OMITTED_AT_DEFAULT` at their
+        defaults (so a default collection round-trips through configs that predate them)."""
         out = {"type": "stepwise", **self.options}
         if out["poses"] is None:
             del out["poses"]
+        for key, default in _OMITTED_AT_DEFAULT.items():
+            if out[key] == default:
+                del out[key]
         return out
+
+
+#: defaults of the options that :meth:`StepwiseExcitation.describe` leaves out when unchanged
+_OMITTED_AT_DEFAULT = {"speeds": [], "n_sweeps": 30, "sweep_time": 1.0, "sweep_speeds": [0.2, 0.9]}
 
 
 def _build_stepwise(
@@ -259,6 +301,9 @@ def _build_stepwise(
     pose_spread,
     margin,
     seed,
+    n_sweeps,
+    sweep_time,
+    sweep_speeds,
 ) -> Concatenation:
     n = limits.n_dof
     lim = limits.shrunk(margin)
@@ -270,6 +315,13 @@ def _build_stepwise(
     if static_duration < 0 or slow_speed < 0 or min_cruise_time < 0 or cruise_time < min_cruise_time:
         raise ConfigError(
             "static_duration, slow_speed, min_cruise_time must be >= 0 and cruise_time >= min_cruise_time"
+        )
+    if n_sweeps < 0 or not sweep_time > 0:
+        raise ConfigError(f"n_sweeps must be >= 0 and sweep_time > 0, got {n_sweeps} and {sweep_time}")
+    if len(sweep_speeds) != 2 or not 0 < sweep_speeds[0] <= sweep_speeds[1] <= 1:
+        raise ConfigError(
+            f"sweep_speeds is a range (low, high) of fractions of the velocity limit, 0 < low <= high <= 1, "
+            f"got {sweep_speeds}"
         )
     lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi)
     upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi)
@@ -285,7 +337,7 @@ def _build_stepwise(
         T = rest_to_rest_duration(target - current, lim.velocity, lim.acceleration)
         if T > 0:
             parts.append(QuinticPolynomial(current, target, _ceil(T)))
-            labels.append("variable_velocity")
+            labels.append(STEPWISE_TRANSITION)
         current = np.asarray(target, float).copy()
 
     # 1. static poses, crept through at slow_speed (seed 000 §3)
@@ -295,6 +347,8 @@ def _build_stepwise(
     if poses is None:
         half = 0.5 * pose_spread * np.maximum(width - creep_travel, 0.0)
         pose_list = centre - creep_travel / 2 + rng.uniform(-1, 1, size=(int(n_poses), n)) * half
+        # visited nearest first (same poses, shorter transitions)
+        pose_list = pose_list[_greedy_order(current, pose_list, pose_list + creep_travel, lim)]
     else:
         pose_list = np.atleast_2d(np.asarray(poses, float))
         if pose_list.shape[1] != n:
@@ -334,11 +388,21 @@ def _build_stepwise(
         travel = v * (Tc + ramp)
         start = centre - travel / 2
         move_to(start)
-        forward = ConstantVelocity(start, v, Tc, ramp)
-        back = ConstantVelocity(start + forward.travel, -v, Tc, ramp)
+        forward = ConstantVelocity(start, v, Tc, ramp, ramp_label=STEPWISE_TRANSITION)
+        back = ConstantVelocity(start + forward.travel, -v, Tc, ramp, ramp_label=STEPWISE_TRANSITION)
         parts += [forward, back]
         labels += [None, None]
         current = start + forward.travel + back.travel
+
+    # 2b. constant-velocity sweeps from random poses in random directions
+    sweeps = [_draw_sweep(lim, lower, upper, sweep_time, sweep_speeds, rng) for _ in range(int(n_sweeps))]
+    if sweeps:
+        starts = np.array([w.start for w in sweeps])
+        for k in _greedy_order(current, starts, starts + np.array([w.travel for w in sweeps]), lim):
+            move_to(sweeps[k].start)
+            parts.append(sweeps[k])
+            labels.append(None)
+            current = sweeps[k].start + sweeps[k].travel
 
     # 3. variable-velocity Fourier segments (seed 001 Eq. 10)
     for k in range(int(fourier_segments)):
@@ -350,7 +414,56 @@ def _build_stepwise(
         labels.append("variable_velocity")
         current = fourier.q0.copy()
     if not parts:
-        raise ConfigError("the stepwise excitation is empty: give poses, speeds or Fourier segments")
+        raise ConfigError("the stepwise excitation is empty: give poses, sweeps, speeds or Fourier segments")
     sequence = Concatenation(tuple(parts), tuple(labels))
     logger.info("stepwise excitation: %d parts, %.1f s", len(parts), sequence.duration)
     return sequence
+
+
+#: a random sweep travels at most this fraction of each joint's range
+_SWEEP_FILL = 0.95
+
+
+def _draw_sweep(lim, lower, upper, sweep_time, sweep_speeds, rng) -> ConstantVelocity:
+    """A constant-velocity sweep from a random start pose, inside ``[lower, upper]``.
+
+    Per-joint speeds are drawn from ``sweep_speeds`` (fractions of the velocity limit) in random
+    directions; a joint whose range cannot hold the travel v·(T_c + T_r) is slowed to fit it. Lowering
+    speeds only shortens the common ramp T_r, so the travel still fits after the ramp is recomputed.
+    """
+    n = lim.n_dof
+    width = upper - lower
+    speed = rng.uniform(sweep_speeds[0], sweep_speeds[1], size=n) * lim.velocity
+    signs = rng.choice([-1.0, 1.0], size=n)
+    ramp = _ramp_time(speed, lim)
+    speed = np.minimum(speed, _SWEEP_FILL * width / (sweep_time + ramp))
+    ramp = _ramp_time(speed, lim)
+    v = signs * speed
+    travel = v * (sweep_time + ramp)
+    room = np.maximum(width - np.abs(travel), 0.0)
+    start = lower + rng.uniform(0.0, 1.0, size=n) * room + np.maximum(-travel, 0.0)
+    return ConstantVelocity(start, v, sweep_time, ramp, ramp_label=STEPWISE_TRANSITION)
+
+
+def _move_times(current: np.ndarray, targets: np.ndarray, lim: JointLimits) -> np.ndarray:
+    """Rest-to-rest move time (s) from ``current`` to each row of ``targets``."""
+    d = np.abs(targets - current)
+    t_v = SMOOTHSTEP_PEAK_VELOCITY * d / lim.velocity
+    t_a = np.sqrt(SMOOTHSTEP_PEAK_ACCELERATION * d / lim.acceleration)
+    return np.max(np.maximum(t_v, t_a), axis=1)
+
+
+def _greedy_order(current: np.ndarray, starts: np.ndarray, ends: np.ndarray, lim: JointLimits) -> list[int]:
+    """Visit order of pieces (start and end poses, (K, n) each): always the nearest start in move time.
+
+    The data are the same in any order; the nearest-neighbour tour only shortens the transitions.
+    """
+    left = list(range(len(starts)))
+    order: list[int] = []
+    here = np.asarray(current, float)
+    while left:
+        k = left[int(np.argmin(_move_times(here, starts[left], lim)))]
+        order.append(k)
+        left.remove(k)
+        here = ends[k]
+    return order

@@ -59,7 +59,7 @@ from typing import Literal
 import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError, IdentificationError
-from robotid_sim.excitation.base import STEPWISE_LABELS, Segment
+from robotid_sim.excitation.base import STEPWISE_LABELS, STEPWISE_TRANSITION, Segment
 from robotid_sim.identification.kinds import GAUSSIAN, Factor, Feature, FeatureLibrary, FeatureLibraryModel
 
 logger = logging.getLogger(__name__)
@@ -527,13 +527,17 @@ def segment_by_labels(t, segments) -> Segmentation:
     """The states from labelled segments (an excitation's or a dataset's ``metadata['segments']``).
 
     A sample belongs to the segment whose [start, end) holds its time; a sample past the last end (the
-    final sample of a closed time grid) to the last segment. Segments with other labels are refused.
+    final sample of a closed time grid) to the last segment. A ``transition`` (the stepwise excitation's
+    rest-to-rest moves between the states) is variable-velocity motion. Segments with other labels are refused.
 
     Raises:
         DataError: a segment label other than :data:`STEP_LABELS`, or samples that no segment covers.
     """
     t = np.asarray(t, float)
     segments = list(segments)
+    segments = [
+        Segment(STEP_LABELS[2], s.start, s.end, s.joint) if s.label == STEPWISE_TRANSITION else s for s in segments
+    ]
     unknown = sorted({s.label for s in segments} - set(STEP_LABELS))
     if unknown:
         raise DataError(
@@ -554,7 +558,7 @@ def segment_by_labels(t, segments) -> Segmentation:
 def segmentation_from_problem_labels(problem) -> Segmentation | None:
     """The data's own stepwise labels as a :class:`Segmentation`, or None when it carries none."""
     segments: tuple[Segment, ...] = problem.segments
-    if not segments or not {s.label for s in segments} <= set(STEP_LABELS):
+    if not segments or not {s.label for s in segments} <= {*STEP_LABELS, STEPWISE_TRANSITION}:
         return None
     return segment_by_labels(problem.dataset.t, segments)
 
