@@ -9,9 +9,12 @@ class                         ``kind``            what it is
                                                   physically consistent set from LMI-WLS); its
                                                   base values ``K θ`` serve the metrics
 :class:`FeatureLibraryModel`  ``feature_library`` linear in a library of features of q, qd, qdd
-                                                  (SINDy, automatic features): no URDF needed
+                                                  (SINDy): no URDF needed
 :class:`ResidualModel`        ``residual``        any model plus a learned correction (a small
                                                   MLP; the semiparametric model)
+:class:`LagrangianFeatureModel` ``lagrangian_features`` A(q) (symmetric by construction), B and C
+                                                  from its Christoffel symbols, G from a
+                                                  potential, friction (seed 002, auto_features)
 ============================  ==================  ==============================================
 
 Models linear in inertial parameters get their mass matrix and bias from the recursive
