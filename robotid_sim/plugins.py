@@ -90,6 +90,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "robotid_sim_plugins.two_loop",
     "robotid_sim_plugins.sindy",
     "robotid_sim_plugins.auto_features",
+    "robotid_sim_plugins.sequential",
     "robotid_sim_plugins.semiparametric",
 )
 #: package holding the built-in plugin modules

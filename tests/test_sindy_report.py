@@ -9,6 +9,7 @@ checks that a run folder read back (``robotid-sim report``) gives the same table
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 
@@ -224,3 +225,28 @@ def test_a_run_folder_read_back_gives_the_same_sparse_tables(tmp_path):
     again = render_markdown(loaded, {})
     section = markdown.split("## Sparse models (seed 000 Table 2)")[1].split("## Identified models")[0]
     assert section in again
+
+
+def test_a_model_without_forward_dynamics_is_validated_without_them(tmp_path):
+    """A SINDy library with products of accelerations has no forward dynamics: the run (and then 'robotid-sim
+    report') stopped with the model's error; the seed 000 scenarios had to switch the open-loop validation off."""
+    scenario = {
+        "name": "sindy_no_forward",
+        "robot": "scara",
+        "excitation": {"type": "stepwise", "n_poses": 4, "n_sweeps": 4, "fourier_segments": 1, "seed": 0},
+        "simulation": {"rate_hz": 100},
+        "validation": {"duration": 2.0, "trajectory_horizon": 0.2},
+        "estimators": [
+            {"name": "sindy", "options": {"first_order": 1, "second_order": 2}},
+            {"name": "stepwise_sindy", "options": {"first_orders": [1, 1, 1], "segmentation": "labels"}},
+        ],
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    run = run_scenario(path, out_dir=tmp_path / "runs")
+    assert not rid.load_model(run / "models" / "sindy.json").has_forward_dynamics
+    rows = {r["estimator"]: r for r in json.loads((run / "metrics.json").read_text())}
+    assert "acceleration_rms" not in rows["sindy"] and "trajectory_rms" not in rows["sindy"]
+    assert len(rows["stepwise_sindy"]["trajectory_rms"]) == 4  # the stepwise model (linear in qdd) is simulated
+    assert "sindy: no forward dynamics" in (run / "report.md").read_text()
+    assert [o.name for o in load_run_result(run).outcomes] == ["sindy", "stepwise_sindy", "CAD"]

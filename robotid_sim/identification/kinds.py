@@ -583,8 +583,12 @@ class FeatureLibraryModel(IdentifiedModel):
     def predict_torque(self, q, qd, qdd) -> np.ndarray:
         return self.library.evaluate(q, qd, qdd) @ self.coefficients.T
 
+    @property
+    def has_forward_dynamics(self) -> bool:
+        return self.library.linear_in_qdd()
+
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
-        if not self.library.linear_in_qdd():
+        if not self.has_forward_dynamics:
             raise ModelError(
                 "this feature-library model is not linear in qdd with q-only inertia terms, so it "
                 "has no forward dynamics; restrict the library's qdd features"

@@ -138,6 +138,11 @@ class IdentifiedModel(ABC):
         q, qd = as_states(self.n_dof, q=q, qd=qd)
         return self.predict_torque(q, qd, np.zeros_like(q))
 
+    @property
+    def has_forward_dynamics(self) -> bool:
+        """Whether :meth:`forward_dynamics` exists (a model whose torque is not linear in qdd has none)."""
+        return True
+
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
         """qdd (N, n) of the model under motor torque ``tau`` (SPEC §4, seed 003 §3.3)."""
         q, qd, tau = as_states(self.n_dof, q=q, qd=qd, tau=tau)

@@ -18,6 +18,7 @@ from robotid_sim.report.markdown import render_html, render_markdown
 from robotid_sim.report.plots import (
     MAX_VALUE_PANELS,
     plot_active_terms,
+    plot_forward_dynamics,
     plot_friction_curves,
     plot_parameter_convergence,
     plot_parameter_errors,
@@ -80,6 +81,10 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
             ("torque_comparison", plots_dir / "torque_comparison.png", lambda p: plot_torque_comparison(result, p))
         )
         plan.append(("torque_errors", plots_dir / "torque_errors.png", lambda p: plot_torque_errors(result, p)))
+    if result.qdd_reference is not None and any(o.qdd_predicted is not None for o in result.outcomes):
+        plan.append(
+            ("forward_dynamics", plots_dir / "forward_dynamics.png", lambda p: plot_forward_dynamics(result, p))
+        )
     if any(o.true_values is not None for o in result.outcomes):
         plan.append(
             ("parameter_errors", plots_dir / "parameter_errors.png", lambda p: plot_parameter_errors(result, p))
@@ -157,6 +162,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     """Write the figures, ``report.md`` and ``report.html`` of a study into its run folder.
 
     Figures go to ``run_dir/plots/``: torque comparison and per-joint torque RMS (when an estimator ran),
+    the forward dynamics of each model (measured against predicted accelerations, and the open-loop
+    angles; when ``result.qdd_reference`` and a model's ``qdd_predicted`` are set, seed 003 Fig. 12–14),
     relative base-parameter errors (when true values are known), the closed-loop tracking errors (when
     ``result.closed_loop`` holds time series), friction curves (when
     ``result.friction_curves`` is set), the trajectory RMS against each parameter's scale factor (when
@@ -174,8 +181,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
 
     Returns:
         ``{"markdown": report.md, "html": report.html, <figure key>: PNG path, ...}``; figure keys are
-        ``"torque_comparison"``, ``"torque_errors"``, ``"parameter_errors"``, ``"tracking_errors"``,
-        ``"friction_curves"``, ``"sensitivity"``, ``"convergence/<estimator>"``,
+        ``"torque_comparison"``, ``"torque_errors"``, ``"forward_dynamics"``, ``"parameter_errors"``,
+        ``"tracking_errors"``, ``"friction_curves"``, ``"sensitivity"``, ``"convergence/<estimator>"``,
         ``"convergence_values/<estimator>"``, ``"sparsity/<estimator>"``, ``"active_terms"`` and
         ``"segmentation/<estimator>"``.
 

@@ -1,7 +1,9 @@
 """The study report as Markdown and as one self-contained HTML page (SPEC §13).
 
 Both show, in this order: title, info key/values, the comparison table, notes, the per-joint torque RMS,
-the validation trajectory's RMS, RSD and agreement index per joint (seed 004 Table 5), the closed-loop
+the validation trajectory's RMS, RSD, agreement index and largest error per joint (seed 004 Table 5), the
+forward dynamics' acceleration RMS and RSD per joint (seed 003 §3.3), the steps of a sequential
+identification (seed 003 §5.1), the closed-loop
 tracking errors, the sparse models (seed 000 Table 2: library size, active terms per joint, fit time; the
 steps and segmentation of stepwise SINDy; each model's equations), the identified models, the figures, the
 base-parameter table (seed 004 Table 4) with the relative error of each estimate, the ±50 % sensitivity table
@@ -21,6 +23,7 @@ from robotid_sim.report.tables import (
     NEAR_ZERO,
     NEAR_ZERO_MARK,
     Cell,
+    acceleration_rows,
     base_parameter_rows,
     closed_loop_rows,
     comparison_rows,
@@ -29,6 +32,8 @@ from robotid_sim.report.tables import (
     relative_error_rows,
     segmentation_summary,
     sensitivity_rows,
+    sequential_outcomes,
+    sequential_step_rows,
     sparse_model_rows,
     sparse_outcomes,
     sparse_step_rows,
@@ -42,6 +47,8 @@ COLLAPSE_ROWS = 40
 _CAPTIONS = {
     "torque_comparison": "Measured vs predicted torque on the validation trajectory",
     "torque_errors": "Per-joint torque RMS on the validation trajectory",
+    "forward_dynamics": "Forward dynamics: measured vs predicted accelerations, and open-loop joint angles "
+    "(seed 003 Fig. 12–14)",
     "parameter_errors": "Relative error per base parameter",
     "friction_curves": "Friction torque against joint velocity",
     "tracking_errors": "Closed-loop tracking error per joint",
@@ -67,7 +74,19 @@ _CONSISTENCY_HINT = (
 _TRAJECTORY_HINT = (
     "Joint positions of each model's open-loop simulation under the validation torque against the true robot's "
     "(measured ones for recorded data): RMS (rad or m), RSD and Willmott agreement index AI (seed 004 Eq. 45–47); "
-    "a diverged simulation shows RMS and RSD inf, AI 0. Best value per row (lowest RMS and RSD, highest AI)"
+    "a diverged simulation shows RMS and RSD inf, AI 0; max |Δq|: the largest error over the horizon (rad or m). "
+    "Best value per row (lowest RMS, RSD and max error, highest AI)"
+)
+_ACCELERATION_HINT = (
+    "Accelerations M(q)⁻¹(τ − h(q, qd)) of each model (its mass matrix and bias rebuilt from the identified "
+    "parameters, seed 003 §3.3) under the validation torque against the recorded ones (a simulation's noise-free "
+    "signals, else the measured ones): RMS (rad/s² or m/s²) and RSD. Lowest value per row"
+)
+_STEPS_HINT = (
+    "One step per joint, in the order the joints moved; each adds the base parameters the moving joint excites, "
+    "those of earlier steps held at their values (SIMO: every joint's torque equation). rank [H τ] = rank H: the "
+    "torque lies in the range of H (a unique solution, noise-free); one more: the torque holds noise or model "
+    "error (seed 003 §3.2). cond(H): of the new parameters' columns"
 )
 #: under the relative-error table, in both renderers
 _RELATIVE_ERROR_HINT = (
@@ -211,6 +230,18 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += ["## Validation trajectory (seed 004 Table 5)", ""]
         out += _md_table(headers, rows, text_columns=(0, 1))
         out += ["", f"{_md_escape(_TRAJECTORY_HINT)} in **bold**.", ""]
+
+    headers, rows = acceleration_rows(result)
+    if rows:
+        out += ["## Forward dynamics (seed 003 §3.3)", ""]
+        out += _md_table(headers, rows, text_columns=(0, 1))
+        out += ["", f"{_md_escape(_ACCELERATION_HINT)} in **bold**.", ""]
+
+    for outcome in sequential_outcomes(result):
+        headers, rows = sequential_step_rows(outcome, list(result.joint_names))
+        out += [f"## Steps of {_md_escape(outcome.name)} (seed 003 §3.2, §5.1)", ""]
+        out += _md_table(headers, rows, text_columns=(0, 1, 2))
+        out += ["", _md_escape(_STEPS_HINT), ""]
 
     if result.closed_loop:
         headers, rows = closed_loop_rows(result)
@@ -397,6 +428,18 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         out.append("<h2>Validation trajectory (seed 004 Table 5)</h2>")
         out += _html_table(headers, rows, text_columns=(0, 1))
         out.append(f'<p class="hint">{_esc(_TRAJECTORY_HINT)} highlighted.</p>')
+
+    headers, rows = acceleration_rows(result)
+    if rows:
+        out.append("<h2>Forward dynamics (seed 003 §3.3)</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 1))
+        out.append(f'<p class="hint">{_esc(_ACCELERATION_HINT)} highlighted.</p>')
+
+    for outcome in sequential_outcomes(result):
+        headers, rows = sequential_step_rows(outcome, list(result.joint_names))
+        out.append(f"<h2>Steps of {_esc(outcome.name)} (seed 003 §3.2, §5.1)</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 1, 2))
+        out.append(f'<p class="hint">{_esc(_STEPS_HINT)}</p>')
 
     if result.closed_loop:
         out.append("<h2>Closed loop</h2>")

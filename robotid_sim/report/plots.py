@@ -146,6 +146,69 @@ def plot_torque_comparison(result: StudyResult, path: str | Path, max_points: in
     return _save(fig, path)
 
 
+def plot_forward_dynamics(result: StudyResult, path: str | Path, max_points: int = 4000) -> Path:
+    """Forward dynamics of the identified models (seed 003 §3.3, Fig. 12–14), one row per joint.
+
+    Left: the validation accelerations (noise-free in a simulation, else measured) against each model's
+    M(q)⁻¹(τ − h) under the same torque.
+    Right (when the study has an open-loop validation): the reference joint angle (the true robot's rollout,
+    or the measured motion) against each model's open-loop simulation under the same torque, in degrees.
+
+    Args:
+        result: the study; uses ``t_validation``, ``qdd_reference``, ``open_loop_t``, ``q_open_loop_reference``
+            and each outcome's ``qdd_predicted`` and ``q_open_loop``.
+        path: PNG to write.
+        max_points: most samples drawn per curve.
+
+    Returns:
+        ``path``.
+    """
+    t = np.asarray(result.t_validation, dtype=float)
+    measured = np.asarray(result.qdd_reference, dtype=float).reshape(len(t), -1)
+    n = measured.shape[1]
+    step = max(1, math.ceil(len(t) / max(1, max_points)))
+    colors = estimator_colors([o.name for o in result.outcomes])
+    reference = result.q_open_loop_reference
+    cols = 2 if reference is not None and result.open_loop_t is not None else 1
+    fig = _figure(12.0 if cols == 2 else 10.0, 1.9 * n + 1.1)
+    axes = fig.subplots(n, cols, squeeze=False)
+    names = list(result.joint_names) + [f"joint {j + 1}" for j in range(len(result.joint_names), n)]
+    for j in range(n):
+        ax = axes[j, 0]
+        ax.plot(t[::step], measured[::step, j], color=_MEASURED, lw=0.8, label="recorded")
+        for outcome in result.outcomes:
+            if outcome.qdd_predicted is not None:
+                qdd = np.asarray(outcome.qdd_predicted, dtype=float).reshape(len(t), -1)
+                ax.plot(t[::step], qdd[::step, j], color=colors[outcome.name], lw=1.0, label=outcome.name)
+        ax.set_title(f"{names[j]}: acceleration", fontsize=10, loc="left")
+        ax.set_ylabel("qdd")
+        ax.grid(alpha=0.3)
+        ax.margins(x=0)
+        if cols == 2:
+            ax = axes[j, 1]
+            t_open = np.asarray(result.open_loop_t, dtype=float)
+            ax.plot(t_open, np.degrees(np.asarray(reference)[:, j]), color=_TRUTH, lw=1.2, ls="--", label="reference")
+            for outcome in result.outcomes:
+                if outcome.q_open_loop is not None:
+                    q = np.degrees(np.asarray(outcome.q_open_loop, dtype=float)[:, j])
+                    ax.plot(t_open, q, color=colors[outcome.name], lw=1.0, label=outcome.name)
+            ax.set_title(f"{names[j]}: open-loop angle", fontsize=10, loc="left")
+            ax.set_ylabel("q [deg]")
+            ax.grid(alpha=0.3)
+            ax.margins(x=0)
+    for ax in axes[-1]:
+        ax.set_xlabel("time [s]")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if cols == 2:
+        more = axes[0, 1].get_legend_handles_labels()
+        for h, label in zip(*more, strict=True):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6), frameon=False)
+    return _save(fig, path)
+
+
 def plot_torque_errors(result: StudyResult, path: str | Path) -> Path:
     """Grouped bars of the per-joint torque RMS of each estimator; log scale when values span over 100x.
 

@@ -36,6 +36,13 @@ class EstimatorOutcome:
         model_path: where the identified model was saved, relative to the run folder.
         sparse: the equations, coefficients and sparsity diagnostics of a feature-library (SINDy-like)
             model, else None.
+        steps: the steps of a stepwise least-squares model (``sequential``, seed 003 §5.1: per step ``step``,
+            ``joint``, ``parameters``, ``rows``, ``rank_h``, ``rank_h_tau``, ``expected_rank``,
+            ``condition_number``, ``residual_rms``, ...), from its diagnostics; else None.
+        qdd_predicted: (N, n) the model's forward-dynamics accelerations under the validation torque (the
+            noise-free one of a simulation, else the measured one; seed 003 Fig. 12–14), or None.
+        q_open_loop: (K, n) the model's open-loop motion under the validation torque (NaN after a divergence),
+            or None.
     """
 
     name: str
@@ -51,6 +58,9 @@ class EstimatorOutcome:
     history_names: list[str] | None = None
     model_path: str | None = None
     sparse: SparseModelSummary | None = None
+    steps: list[dict] | None = None
+    qdd_predicted: np.ndarray | None = None
+    q_open_loop: np.ndarray | None = None
 
     @classmethod
     def of_model(
@@ -86,7 +96,21 @@ class EstimatorOutcome:
             history_names=None if history is None or list(history.names) == list(names) else list(history.names),
             model_path=model_path,
             sparse=SparseModelSummary.of_model(model),
+            steps=_steps_of(model),
         )
+
+
+def _steps_of(model) -> list[dict] | None:
+    """The ``steps`` diagnostics of a stepwise least-squares model (a list of dicts with a ``parameters`` list),
+    else None (stepwise SINDy's steps are another table: :class:`SparseModelSummary`)."""
+    from robotid_sim.identification import LinearParameterModel
+
+    steps = (model.diagnostics or {}).get("steps")
+    if not isinstance(model, LinearParameterModel) or not isinstance(steps, list) or not steps:
+        return None
+    if not all(isinstance(s, dict) and isinstance(s.get("parameters"), list) for s in steps):
+        return None
+    return [dict(s) for s in steps]
 
 
 #: the diagnostics of a feature-library model the report reads (``sindy``, ``stepwise_sindy``; plugins/sindy.py)
@@ -212,6 +236,11 @@ class StudyResult:
         parameter_labels: base-parameter name to the label shown beside it (the scenario's
             ``report.parameter_labels``, e.g. ``{"M1": "λ1*"}``); empty: no label column.
         sensitivity: the ±50 % sensitivity study, or None when the scenario asks for none.
+        qdd_reference: (N, n) accelerations on the validation trajectory that each outcome's ``qdd_predicted``
+            is compared with (the noise-free ones of a simulation, else the measured ones), or None.
+        open_loop_t: (K,) time of the open-loop validation (from its start), or None without one.
+        q_open_loop_reference: (K, n) the reference motion of the open-loop validation (the true robot's, or the
+            measured one), or None.
     """
 
     title: str
@@ -230,6 +259,9 @@ class StudyResult:
     closed_loop: list[ClosedLoopOutcome] = field(default_factory=list)
     parameter_labels: dict[str, str] = field(default_factory=dict)
     sensitivity: SensitivityOutcome | None = None
+    qdd_reference: np.ndarray | None = None
+    open_loop_t: np.ndarray | None = None
+    q_open_loop_reference: np.ndarray | None = None
 
 
 #: points of the velocity grid of the friction curves

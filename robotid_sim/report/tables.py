@@ -110,6 +110,7 @@ _COMPARISON_COLUMNS: tuple[_Column, ...] = (
     _Column("mean agreement index", lambda o: _mean(o, "agreement_index"), "max"),
     _Column("base-parameter error", lambda o: _scalar(o, "base_parameter_error"), "min"),
     _Column("trajectory RMS", lambda o: _scalar(o, "trajectory_rms_total"), "min"),
+    _Column("mean qdd RSD", lambda o: _mean(o, "acceleration_rsd"), "min"),
     _Column("fit time [s]", lambda o: _scalar(o, "fit_time_s"), "min"),
     _Column("condition number", lambda o: _scalar(o, "condition_number"), None),
 )
@@ -235,42 +236,68 @@ TRAJECTORY_INDICES = (
     ("RMS", "trajectory_rms", "min"),
     ("RSD", "trajectory_rsd", "min"),
     ("AI", "trajectory_agreement_index", "max"),
+    ("max |Δq|", "trajectory_max_error", "min"),
+)
+#: the rows of the forward-dynamics acceleration table per joint (seed 003 §3.3, Fig. 12–14)
+ACCELERATION_INDICES = (
+    ("RMS", "acceleration_rms", "min"),
+    ("RSD", "acceleration_rsd", "min"),
 )
 
 
-def trajectory_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
-    """The validation trajectory's error indices (seed 004 Table 5, Eq. 45–47): three rows per joint, RMS, RSD
-    and agreement index of the joint position of each model's open-loop simulation against the reference
-    motion, one column per estimator that has them.
-
-    The best value of each row (lowest RMS and RSD, highest AI) is marked when two or more estimators have
-    one; a baseline (the CAD row) is never marked. A diverged simulation shows RMS and RSD ``inf`` and AI 0.
-
-    Args:
-        result: the study; uses the ``trajectory_rms``, ``trajectory_rsd`` and ``trajectory_agreement_index``
-            metrics (n,).
-
-    Returns:
-        ``(headers, rows)`` with headers ``["joint", "index", estimator names...]``; the joint is named on its
-        first row only; no rows when no estimator has the indices.
-    """
+def _joint_index_rows(result: StudyResult, indices, required: str) -> tuple[list[str], list[list[Cell]]]:
+    """Rows per joint and index (``indices``: (label, metric key, better)) of the estimators that have the
+    per-joint metric ``required``; an index an estimator lacks shows —."""
     n = len(result.joint_names)
-    outcomes = [o for o in result.outcomes if _joint_values(o.metrics, "trajectory_rms", n) is not None]
+    outcomes = [o for o in result.outcomes if _joint_values(o.metrics, required, n) is not None]
     headers = ["joint", "index"] + [o.name for o in outcomes]
     eligible = [o.name not in result.baselines for o in outcomes]
     nan = np.full(n, math.nan)
     columns = {
         key: [v if (v := _joint_values(o.metrics, key, n)) is not None else nan for o in outcomes]
-        for _, key, _ in TRAJECTORY_INDICES
+        for _, key, _ in indices
     }
     rows = []
     for j, joint in enumerate(result.joint_names if outcomes else []):
-        for k, (label, key, better) in enumerate(TRAJECTORY_INDICES):
+        shown = [index for index in indices if any(math.isfinite(c[j]) or math.isinf(c[j]) for c in columns[index[1]])]
+        for k, (label, key, better) in enumerate(shown):
             values = [float(column[j]) for column in columns[key]]
             mask = _best_mask(values, better, eligible)
             cells = [Cell(format_number(v), v, b) for v, b in zip(values, mask, strict=True)]
             rows.append([Cell(joint if k == 0 else ""), Cell(label)] + cells)
     return headers, rows
+
+
+def acceleration_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """Forward dynamics on the validation trajectory (seed 003 §3.3, Fig. 12–14): per joint, RMS (rad/s² or
+    m/s²) and RSD of the accelerations M(q)⁻¹(τ − h) of each model under the measured torque against the
+    measured ones; the lowest of each row marked (never a baseline).
+
+    Returns:
+        ``(headers, rows)`` with headers ``["joint", "index", estimator names...]``; no rows when no estimator
+        has the ``acceleration_rsd`` metric.
+    """
+    return _joint_index_rows(result, ACCELERATION_INDICES, "acceleration_rsd")
+
+
+def trajectory_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """The validation trajectory's error indices (seed 004 Table 5, Eq. 45–47): rows per joint, RMS, RSD,
+    agreement index and the largest error over the horizon (seed 003 Fig. 12–14; rad or m, shown when known) of
+    the joint position of each model's open-loop simulation against the reference motion, one column per
+    estimator that has them.
+
+    The best value of each row (lowest RMS and RSD, highest AI) is marked when two or more estimators have
+    one; a baseline (the CAD row) is never marked. A diverged simulation shows RMS and RSD ``inf`` and AI 0.
+
+    Args:
+        result: the study; uses the ``trajectory_rms``, ``trajectory_rsd``, ``trajectory_agreement_index`` and
+            ``trajectory_max_error`` metrics (n,).
+
+    Returns:
+        ``(headers, rows)`` with headers ``["joint", "index", estimator names...]``; the joint is named on its
+        first row only; no rows when no estimator has the indices.
+    """
+    return _joint_index_rows(result, TRAJECTORY_INDICES, "trajectory_rms")
 
 
 def _scaled_column(table, factor: float) -> int | None:
@@ -732,3 +759,38 @@ def wrap_equation(equation: str, width: int = EQUATION_WIDTH) -> list[str]:
         else:
             lines.append(token if not lines else indent + token)
     return lines or [equation]
+
+
+def sequential_outcomes(result: StudyResult) -> list[EstimatorOutcome]:
+    """The outcomes of stepwise least-squares models (``sequential``), in the study's order."""
+    return [o for o in result.outcomes if o.steps]
+
+
+def sequential_step_rows(outcome: EstimatorOutcome, joint_names: list[str]) -> tuple[list[str], list[list[Cell]]]:
+    """The steps of a sequential identification (seed 003 §3.2 and §5.1): one row per step with the joint that
+    moved, the base parameters it added, the torque equations used, rank H and rank [H τ] (seed 003 §3.2:
+    equal for a unique, noise-free solution, one more when the torque holds noise), the condition number of
+    the new parameters' columns and the residual RMS. Nothing is marked best.
+
+    Returns:
+        ``(headers, rows)``; no rows for an outcome without steps.
+    """
+    headers = ["step", "joint", "parameters added", "equations", "rank H", "rank [H τ]", "cond(H)", "residual RMS"]
+    rows = []
+    for step in outcome.steps or []:
+        joint = step.get("joint")
+        name = joint_names[joint] if isinstance(joint, int) and 0 <= joint < len(joint_names) else str(joint)
+        rank_h, rank_aug = step.get("rank_h"), step.get("rank_h_tau")
+        rows.append(
+            [
+                Cell(str(step.get("step", ""))),
+                Cell(name),
+                Cell(", ".join(str(p) for p in step.get("parameters", []))),
+                Cell(format_number(step.get("rows")), _number(step.get("rows"))),
+                Cell(str(rank_h), _number(rank_h)),
+                Cell(str(rank_aug), _number(rank_aug)),
+                Cell(format_number(step.get("condition_number")), _number(step.get("condition_number"))),
+                Cell(format_number(step.get("residual_rms")), _number(step.get("residual_rms"))),
+            ]
+        )
+    return headers, rows

@@ -52,21 +52,30 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     truth = _truth_table(run_dir)
     truth_names = [name for name, _, _ in truth]
     truth_values = np.array([value for _, _, value in truth])
+    from robotid_sim.scenario.runner import (
+        OPEN_LOOP_FILE,
+        OpenLoopReference,
+        forward_dynamics_validation,
+        validation_reference,
+    )
+
+    open_loop = OpenLoopReference.load(_path(run_dir, OPEN_LOOP_FILE)) if (run_dir / OPEN_LOOP_FILE).exists() else None
     outcomes, models = [], {}
     for row in rows:
         name = row["estimator"]
         model = models[name] = load_model(_path(run_dir, f"models/{name}.json"))
-        outcomes.append(
-            EstimatorOutcome.of_model(
-                name,
-                model,
-                {k: v for k, v in row.items() if k != "estimator"},
-                model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd),
-                f"models/{name}.json",
-                truth_names=truth_names,
-                truth_values=truth_values,
-            )
+        outcome = EstimatorOutcome.of_model(
+            name,
+            model,
+            {k: v for k, v in row.items() if k != "estimator"},
+            model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd),
+            f"models/{name}.json",
+            truth_names=truth_names,
+            truth_values=truth_values,
         )
+        forward = forward_dynamics_validation(model, ds_val, open_loop)
+        outcome.qdd_predicted, outcome.q_open_loop = forward.qdd, forward.q_open_loop
+        outcomes.append(outcome)
     title = scenario.get("name")
     robot = scenario.get("robot")
     return StudyResult(
@@ -82,6 +91,9 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         baselines=[o.name for o in outcomes if o.name == CAD_LABEL],
         closed_loop=_closed_loop_outcomes(controller_rows),
         friction_curves=friction_curves(models, ds_val.qd),
+        qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
+        open_loop_t=None if open_loop is None else open_loop.t,
+        q_open_loop_reference=None if open_loop is None else open_loop.q_reference,
     )
 
 

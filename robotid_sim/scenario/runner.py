@@ -782,6 +782,7 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     tau_val_true = ds_val.truth.tau if simulated else None
     torque_scale = _torque_scales(robot, ds_val.tau)
     outcomes: list[EstimatorOutcome] = []
+    without_forward: list[str] = []
     models = []
     metric_rows = []
     horizon = sc.validation.trajectory_horizon
@@ -798,8 +799,10 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     if K > 1 and K <= first.stop - first.start:
         rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], ds_val.dt)
         q_reference = rollout(robot.forward_dynamics, *rollout_args)[0] if simulated else ref.q[first][:K]
+        open_loop = OpenLoopReference(ds_val.t[first][:K] - ds_val.t[first.start], q_reference, *rollout_args)
+        open_loop.save(run_dir / OPEN_LOOP_FILE)
     else:
-        K = 0
+        K, open_loop = 0, None
     cad = _cad_model(robot)
     entries = [(entry.display, estimator) for entry, estimator in estimators]
     if cad is not None:
@@ -832,24 +835,37 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
             # coefficients than the truth's)
             truth_base = _values_by_name(truth, model.structure.base_parameters().names)
             metrics["base_parameter_error"] = float(M.relative_parameter_error(model.base_values(), truth_base))
-        if K > 1:
+        forward = forward_dynamics_validation(model, ds_val, open_loop)
+        if forward.acceleration_rms is None:
+            without_forward.append(label)
+        else:
+            metrics["acceleration_rms"] = forward.acceleration_rms.tolist()
+            metrics["acceleration_rsd"] = forward.acceleration_rsd.tolist()
+        if K > 1 and model.has_forward_dynamics:
             err = trajectory_error(model.forward_dynamics, q_reference, *rollout_args)
             metrics["trajectory_rms"] = err.rms.tolist()
             metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err.rms**2)))
             metrics["trajectory_rsd"] = err.rsd.tolist()
             metrics["trajectory_agreement_index"] = err.agreement_index.tolist()
+            metrics["trajectory_max_error"] = [float(x) if np.isfinite(x) else None for x in forward.max_error]
         for key in REPORTED_DIAGNOSTICS:
             if key in model.diagnostics:
                 metrics[key] = model.diagnostics[key]
         outcome = _outcome(
             label, model, truth if simulated else None, metrics, pred, str(model_path.relative_to(run_dir))
         )
+        outcome.qdd_predicted, outcome.q_open_loop = forward.qdd, forward.q_open_loop
         outcomes.append(outcome)
         models.append(model)
         metric_rows.append({"estimator": label, **metrics})
         if on_done is not None:
             on_done(outcome)
     report("identify", len(entries), len(entries))
+    if without_forward:
+        notes.append(
+            f"{', '.join(without_forward)}: no forward dynamics (a library with products of accelerations, or "
+            "accelerations beside functions of the velocity), so no acceleration or open-loop validation"
+        )
 
     notes += _robust_notes(outcomes)
     if cad is not None:
@@ -929,8 +945,105 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         friction_curves=friction_curves(
             {label: model for (label, _), model in zip(entries, models, strict=True)}, ds_val.qd
         ),
+        qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
+        open_loop_t=None if open_loop is None else open_loop.t,
+        q_open_loop_reference=None if open_loop is None else open_loop.q_reference,
     )
     write_report(run_dir, result)
+
+
+#: the open-loop validation's reference, in a run folder (read back by ``robotid-sim report``)
+OPEN_LOOP_FILE = "data/open_loop.npz"
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenLoopReference:
+    """The open-loop validation of a run (SPEC §9, seed 003 Fig. 12–14): every model is simulated from the
+    reference's first state under the reference torque, and compared with the reference motion.
+
+    Attributes:
+        t: (K,) time from the start of the rollout (s).
+        q_reference: (K, n) the reference motion: the true robot's rollout (simulation) or the measured one.
+        q0, qd0: (n,) the first state; tau: (K, n) the torque, held over each interval dt (s).
+    """
+
+    t: np.ndarray
+    q_reference: np.ndarray
+    q0: np.ndarray
+    qd0: np.ndarray
+    tau: np.ndarray
+    dt: float
+
+    def save(self, path: Path) -> None:
+        np.savez(path, **{k: np.asarray(v, float) for k, v in dataclasses.asdict(self).items()})
+
+    @classmethod
+    def load(cls, path: Path) -> OpenLoopReference:
+        """Read :meth:`save`'s file. Raises DataError when it is damaged."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                fields = {f.name: np.asarray(data[f.name], float) for f in dataclasses.fields(cls)}
+        except (OSError, KeyError, ValueError) as exc:
+            raise DataError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
+        fields["dt"] = float(fields["dt"])
+        K, n = fields["q_reference"].shape if fields["q_reference"].ndim == 2 else (0, 0)
+        if K < 2 or fields["t"].shape != (K,) or fields["tau"].shape != (K, n) or fields["q0"].shape != (n,):
+            raise DataError(f"{path} is damaged (inconsistent shapes)")
+        return cls(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class ForwardDynamicsValidation:
+    """A model's forward dynamics on the validation data (seed 003 §3.3, Fig. 12–14).
+
+    Attributes:
+        qdd: (N, n) accelerations M(q)⁻¹(τ − h(q, qd)) of the model under the validation torque
+            (:func:`validation_reference`), or None when its mass matrix is singular somewhere or the model has
+            no forward dynamics.
+        acceleration_rms, acceleration_rsd: (n,) against the recorded accelerations (inf when ``qdd`` is None);
+            None for a model without forward dynamics.
+        q_open_loop: (K, n) the model's open-loop motion under the reference torque (NaN after a divergence),
+            or None without an open-loop reference.
+        max_error: (n,) max |q_model − q_reference| over the horizon (rad or m; inf after a divergence); empty
+            without an open-loop reference.
+    """
+
+    qdd: np.ndarray | None
+    acceleration_rms: np.ndarray | None
+    acceleration_rsd: np.ndarray | None
+    q_open_loop: np.ndarray | None
+    max_error: np.ndarray
+
+
+def validation_reference(ds_val):
+    """The signals a model's forward dynamics is judged on: the noise-free ``truth`` of a simulation (so that
+    only the model differs, as in the open-loop validation; torque noise divided by a small inertia would
+    swamp the accelerations), else the measured ones."""
+    return ds_val.truth if ds_val.truth is not None else ds_val
+
+
+def forward_dynamics_validation(model, ds_val, open_loop: OpenLoopReference | None) -> ForwardDynamicsValidation:
+    """Accelerations of ``model`` under the validation torque against the recorded ones (both from
+    :func:`validation_reference`), and its open-loop rollout against ``open_loop``'s reference (seed 003 §3.3:
+    the minimal set rebuilt into M(q) and h(q, qd))."""
+    if not model.has_forward_dynamics:
+        return ForwardDynamicsValidation(None, None, None, None, np.zeros(0))
+    ref = validation_reference(ds_val)
+    n = ref.q.shape[1]
+    try:
+        qdd = np.asarray(model.forward_dynamics(ref.q, ref.qd, ref.tau), float)
+        if not np.all(np.isfinite(qdd)):
+            raise DataError("non-finite accelerations")
+        rms, rsd = M.rms_index(ref.qdd, qdd), M.rsd(ref.qdd, qdd)
+    except (DataError, np.linalg.LinAlgError):
+        qdd, rms, rsd = None, np.full(n, np.inf), np.full(n, np.inf)
+    if open_loop is None:
+        return ForwardDynamicsValidation(qdd, rms, rsd, None, np.zeros(0))
+    q_model = rollout(model.forward_dynamics, open_loop.q0, open_loop.qd0, open_loop.tau, open_loop.dt)[0]
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(q_model - open_loop.q_reference)
+        max_error = np.where(np.isfinite(error).all(axis=0), np.max(error, axis=0), np.inf)
+    return ForwardDynamicsValidation(qdd, rms, rsd, q_model, max_error)
 
 
 #: model diagnostics copied into ``metrics.json`` (and shown by the report when present)
