@@ -27,6 +27,8 @@ from robotid_sim.identification.auto_features import (
     loocv_smooth,
 )
 
+ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+
 
 class AutoFeaturesEstimator(Estimator):
     """Seed 002's automated parameterisation: LOOCV smoothing, derivatives, structured features, least squares.

@@ -14,6 +14,8 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
 from robotid_sim.identification.online import history_stride, noise_std, stream_history
 
+ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+
 SIGNALS = ("q", "qd", "qdd")
 #: the covariance's smallest eigenvalue is computed at this many evenly spaced steps (Cholesky checks every step)
 EIGEN_CHECKS = 200

@@ -22,6 +22,8 @@ from robotid_sim.identification import (
 )
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, standard_consistency
 
+ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+
 #: ``diagnostics['stop_reason']`` values
 STOP_SETTLED = "the rejected set did not change"
 STOP_CYCLE = "the rejected set repeated an earlier one (a cycle)"

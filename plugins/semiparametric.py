@@ -20,6 +20,8 @@ from robotid_sim.identification import (
     ResidualModel,
 )
 
+ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+
 #: the validation hold-out is cut into at most this many contiguous blocks, spread evenly over the record
 VALIDATION_BLOCKS = 5
 #: a validation block is at least this many samples long (fewer blocks on short records)

@@ -14,6 +14,8 @@ from robotid_sim.identification import (
 )
 from robotid_sim.identification.least_squares import per_group_joint_variance
 
+ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+
 
 class WLSEstimator(Estimator):
     """Weighted least squares with per-joint weights 1/Λ_j, Λ_j = ‖r_j‖²/(M − n_j) from the OLS

@@ -432,21 +432,80 @@ def cmd_rl_demo(args) -> int:
 
 
 def cmd_plugins(args) -> int:
-    from rich.table import Table
-
     from robotid_sim.plugins import list_plugins
 
-    table = Table(title="robotid_sim plugins")
-    for col in ("plugin", "package", "version", "registers", "status"):
-        table.add_column(col)
     infos = list_plugins()
+    if getattr(args, "json", False):
+        print(json.dumps(_plugins_document(infos), indent=2))
+        return 0
+
+    from rich.table import Table
+
+    from robotid_sim.hookspecs import PLUGIN_API_VERSION
+
+    table = Table(title=f"robotid_sim plugins (plugin API {PLUGIN_API_VERSION})")
+    for col in ("plugin", "package", "version", "api", "registers", "status"):
+        table.add_column(col)
     for info in infos:
         status = "[green]ok[/]" if info.status == "ok" else "[red]broken[/]"
-        table.add_row(info.name, info.distribution or "", info.version or "", _registers(info.registers), status)
+        table.add_row(
+            info.name,
+            info.distribution or "",
+            info.version or "",
+            info.api_version or "",
+            _registers(info.registers),
+            status,
+        )
     _out().print(table)
     for info in infos:
         if not info.ok:
             _out().print(f"[red]broken[/] plugin '{info.name}' ({info.module}): {info.error}", soft_wrap=True)
+    return 0
+
+
+def _plugins_document(infos) -> dict:
+    """``robotid-sim plugins --json``: the plugin API version and one object per plugin."""
+    from robotid_sim.hookspecs import PLUGIN_API_VERSION
+
+    rows = []
+    for info in infos:
+        registers: dict[str, list[str]] = {}
+        for entry in info.registers:
+            kind, _, name = entry.rpartition(" ")
+            registers.setdefault(kind, []).append(name)
+        rows.append(
+            {
+                "name": info.name,
+                "kinds": list(registers),
+                "registers": registers,
+                "distribution": info.distribution,
+                "version": info.version,
+                "module": info.module,
+                "path": info.path,
+                "source": info.source,
+                "builtin": info.builtin,
+                "api_version": info.api_version,
+                "hooks": list(info.hooks),
+                "status": info.status,
+                "error": info.error,
+            }
+        )
+    return {"plugin_api_version": PLUGIN_API_VERSION, "plugins": rows}
+
+
+def cmd_plugin_new(args) -> int:
+    from robotid_sim.plugin_kit import new_plugin
+
+    folder = new_plugin(args.name, kind=args.kind, out=args.out)
+    _out().print(
+        f"wrote the {args.kind} plugin '{args.name}' in {folder}", soft_wrap=True, highlight=False, markup=False
+    )
+    _out().print(
+        f"  next: pip install -e '{folder}[test]' && robotid-sim plugins && python -m pytest {folder}",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
     return 0
 
 
@@ -485,6 +544,8 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from robotid_sim.plugin_kit import PLUGIN_KINDS  # the standard library only
+
     parser = argparse.ArgumentParser(
         prog="robotid-sim",
         description="Robot dynamic-parameter identification, simulation first.",
@@ -599,8 +660,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
     p.set_defaults(func=cmd_rl_demo)
 
-    p = add_parser("plugins", help="list installed plugins, their package and status")
+    p = add_parser("plugins", help="list installed plugins, their package, plugin-API version and status")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON for tools: {plugin_api_version, plugins: [{name, kinds, registers, distribution, version, "
+        "module, path, source, builtin, api_version, hooks, status, error}]}",
+    )
     p.set_defaults(func=cmd_plugins)
+
+    p = add_parser("plugin", help="plugin development kit: 'plugin new NAME' writes a ready-to-install plugin package")
+    plugin_sub = p.add_subparsers(dest="plugin_command", required=True)
+    p = plugin_sub.add_parser(
+        "new",
+        parents=[common],
+        help="write a new plugin package (pyproject with the entry point, a working skeleton, tests, README)",
+        description="Write the folder robotid-sim-NAME/ under --out: a pip-installable robotid_sim plugin package "
+        "with its entry point, a skeleton that already works (an estimator: least squares; a controller: PD with "
+        "gravity compensation; an excitation: a random Fourier series; a noise model: offset plus white noise), "
+        "tests that pass and a README. An existing folder is never overwritten.",
+    )
+    p.add_argument("name", help="plugin name: lower-case letters, digits and '_', starting with a letter (my_ridge)")
+    p.add_argument(
+        "--kind",
+        choices=list(PLUGIN_KINDS),
+        default="estimator",
+        help="what the plugin provides (default: estimator)",
+    )
+    p.add_argument("--out", default=".", help="folder to write robotid-sim-NAME/ in (default: the current folder)")
+    p.set_defaults(func=cmd_plugin_new)
 
     p = add_parser("report", help="show the results of a run folder")
     p.add_argument("run_dir")

@@ -22,9 +22,27 @@ plugin that registers a name already taken is listed as broken by ``robotid-sim 
 with an error naming both plugins; its other registrations still count. What is registered
 is checked (the class or object each hook asks for below); an invalid entry is skipped and
 its plugin listed as broken the same way.
+
+**Plugin-API version.** :data:`PLUGIN_API_VERSION` (``"MAJOR.MINOR"``) versions the contract
+written in this module: the hooks, what ``register`` accepts, and the base classes and objects
+handed to plugins (``Estimator``, ``IdentificationProblem``, ``IdentifiedModel``, ``Controller``,
+``Plant``, ``Reference``, ``NoiseModel``, ``Excitation``). A plugin module declares the version
+it was written for in a module attribute named :data:`PLUGIN_API_ATTRIBUTE`::
+
+    ROBOTID_SIM_PLUGIN_API = "1.0"
+
+The policy (``docs/plugins.md``, "Plugin-API versions"): the **major** number changes when a
+change can break a working plugin (a hook removed or renamed, an argument or a registered
+object's contract changed); the **minor** number changes when something is only added (a new
+hook, a new optional attribute). A plugin loads when its major equals the host's and its minor
+is not newer than the host's; otherwise it is listed as broken with both versions named and is
+never registered (:func:`plugin_api_problem`). A plugin without the attribute is assumed to be
+written for the current version.
 """
 
 from __future__ import annotations
+
+import re
 
 import pluggy
 
@@ -33,6 +51,63 @@ PROJECT_NAME = "robotid_sim"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+#: version of the plugin API defined here, ``"MAJOR.MINOR"``: MAJOR changes break plugins, MINOR ones only add
+PLUGIN_API_VERSION = "1.0"
+#: module attribute in which a plugin declares the plugin-API version it targets (``"1"`` or ``"1.0"``)
+PLUGIN_API_ATTRIBUTE = "ROBOTID_SIM_PLUGIN_API"
+
+_VERSION = re.compile(r"(\d+)(?:\.(\d+))?")
+
+
+def parse_plugin_api_version(text: object) -> tuple[int, int]:
+    """``"1"`` or ``"1.2"`` as ``(major, minor)`` (a missing minor is 0).
+
+    Raises:
+        ValueError: ``text`` is not a string of the form ``MAJOR`` or ``MAJOR.MINOR`` (digits).
+    """
+    match = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(
+            f"{PLUGIN_API_ATTRIBUTE} = {text!r} is not a plugin-API version; write a string such as "
+            f"'{PLUGIN_API_VERSION}' (MAJOR.MINOR)"
+        )
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
+def plugin_api_problem(declared: object, provided: str = PLUGIN_API_VERSION) -> str | None:
+    """Why a plugin declaring plugin-API version ``declared`` cannot load here; None when it can.
+
+    Compatible means: the same major version, and a minor version not newer than ``provided``
+    (a plugin written for 1.3 may use what 1.3 added, which a 1.0 host lacks). ``declared=None``
+    (no declaration) is compatible.
+
+    Args:
+        declared: the plugin module's :data:`PLUGIN_API_ATTRIBUTE` value, or None.
+        provided: the host's version (default :data:`PLUGIN_API_VERSION`).
+
+    Returns:
+        A message naming both versions and the fix, or None.
+    """
+    if declared is None:
+        return None
+    try:
+        major, minor = parse_plugin_api_version(declared)
+    except ValueError as exc:
+        return str(exc)
+    host_major, host_minor = parse_plugin_api_version(provided)
+    if major != host_major:
+        return (
+            f"it is written for robotid_sim plugin API {declared}, but this robotid_sim provides plugin API "
+            f"{provided} (a different major version is incompatible); install a version of the plugin made for "
+            f"plugin API {host_major}.x, or a robotid-sim that provides plugin API {major}.x"
+        )
+    if minor > host_minor:
+        return (
+            f"it is written for robotid_sim plugin API {declared}, but this robotid_sim provides only plugin API "
+            f"{provided} (older than the plugin needs); upgrade robotid-sim"
+        )
+    return None
 
 
 @hookspec

@@ -17,6 +17,12 @@ Loading (done once, lazily, by :func:`get_plugin_manager`):
 3. ``pm.check_pending()``: a hook implementation whose name is not a hook (a typo such as
    ``register_estimator``) marks its plugin broken.
 
+Plugin-API versions: a plugin module may declare the plugin-API version it targets
+(``ROBOTID_SIM_PLUGIN_API = "1.0"``, see :mod:`robotid_sim.hookspecs`). The module is imported
+to read it; when it is incompatible with :data:`~robotid_sim.hookspecs.PLUGIN_API_VERSION` (a
+different major version, or a newer minor one) the plugin is recorded as broken with both
+versions named and is never registered: none of its hooks is ever called.
+
 Error isolation: nothing that a plugin does can break the others or the core.
 
 - A plugin that fails to import or to register is not registered; it is recorded as broken.
@@ -121,6 +127,8 @@ class PluginInfo:
         status: ``"ok"`` or ``"broken"``.
         error: for a broken plugin, ``"<ExceptionType>: <message>"`` (several joined by
             ``"; "``); None when ok.
+        api_version: the plugin-API version the plugin module declares
+            (``ROBOTID_SIM_PLUGIN_API``), or None when it declares none or could not be imported.
     """
 
     name: str
@@ -134,6 +142,7 @@ class PluginInfo:
     registers: tuple[str, ...] = ()
     status: str = "ok"
     error: str | None = None
+    api_version: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -335,6 +344,11 @@ def _register(state: _State, load: Callable[[], Any], origin: PluginInfo) -> Non
         logger.debug("importing plugin '%s' failed", origin.name, exc_info=True)
         fail(_error_text(exc))
         return
+    origin = _with(origin, api_version=_declared_api_version(plugin), path=getattr(plugin, "__file__", None))
+    problem = hookspecs.plugin_api_problem(getattr(plugin, hookspecs.PLUGIN_API_ATTRIBUTE, None))
+    if problem is not None:  # never registered: none of its hooks is called
+        fail(f"PluginError: plugin '{origin.name}' cannot be loaded: {problem}")
+        return
     if pm.is_registered(plugin):
         fail(f"PluginError: {_describe(plugin)} is already registered as plugin '{pm.get_name(plugin)}'")
         return
@@ -347,6 +361,11 @@ def _register(state: _State, load: Callable[[], Any], origin: PluginInfo) -> Non
         origin, path=getattr(plugin, "__file__", None), module=getattr(plugin, "__name__", None) or origin.module
     )
     logger.debug("registered plugin '%s' from %s", origin.name, origin.source)
+
+
+def _declared_api_version(plugin: Any) -> str | None:
+    declared = getattr(plugin, hookspecs.PLUGIN_API_ATTRIBUTE, None)
+    return None if declared is None else str(declared)
 
 
 def _with(info: PluginInfo, **changes: Any) -> PluginInfo:
@@ -706,7 +725,10 @@ def list_plugins() -> list[PluginInfo]:
     infos = []
     for name, plugin in state.pm.list_name_plugin():
         origin = state.origins.get(name) or PluginInfo(
-            name=name, module=_describe(plugin), path=getattr(plugin, "__file__", None)
+            name=name,
+            module=_describe(plugin),
+            path=getattr(plugin, "__file__", None),
+            api_version=_declared_api_version(plugin),
         )
         errors = [error for (owner, _), error in state.problems.items() if owner == name]
         hooks = tuple(sorted(caller.name for caller in state.pm.get_hookcallers(plugin) or ()))
