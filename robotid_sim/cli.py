@@ -183,6 +183,11 @@ def _print_tables(result) -> None:
         _out().print(rich_comparison_table(result))
     if result.closed_loop:
         _out().print(rich_closed_loop_table(result))
+    from rich.markup import escape
+
+    for failure in result.failures:
+        line = f"{failure.kind} {failure.name}: {failure.error} (traceback in report.md)"
+        _out().print(f"[bold red]failed[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def cmd_simulate(args) -> int:

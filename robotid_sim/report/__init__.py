@@ -34,6 +34,7 @@ from robotid_sim.report.plots import (
 from robotid_sim.report.result import (
     ClosedLoopOutcome,
     EstimatorOutcome,
+    Failure,
     SensitivityOutcome,
     SparseModelSummary,
     StudyResult,
@@ -44,6 +45,7 @@ from robotid_sim.safety import safe_name
 __all__ = [
     "ClosedLoopOutcome",
     "EstimatorOutcome",
+    "Failure",
     "SensitivityOutcome",
     "SparseModelSummary",
     "StudyResult",

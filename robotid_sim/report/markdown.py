@@ -208,6 +208,14 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
     elif not result.closed_loop:
         out += ["## Comparison", "", "No estimator ran.", ""]
 
+    if result.failures:
+        out += ["## Failures", "", FAILURES_HINT, ""]
+        for failure in result.failures:
+            out += [f"### {failure.kind} {_md_escape(failure.name)}: failed", "", f"`{_md_escape(failure.error)}`", ""]
+            if failure.traceback:
+                fence = "~~~~" if "```" in failure.traceback else "```"
+                out += [fence + "text", failure.traceback.rstrip(), fence, ""]
+
     if result.notes:
         out += ["## Notes", ""]
         out += [f"- {_md_escape(note)}" for note in result.notes]
@@ -331,6 +339,13 @@ ul.notes li { margin: 0.2rem 0; }
 """.strip()
 
 
+#: what the Failures section says above the errors
+FAILURES_HINT = (
+    "These raised and have no results; every other estimator and controller of the run is complete. The run "
+    "fails (exit status 2) only when every estimator does."
+)
+
+
 def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -406,6 +421,14 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         )
     elif not result.closed_loop:
         out += ["<h2>Comparison</h2>", "<p>No estimator ran.</p>"]
+
+    if result.failures:
+        out += ["<h2>Failures</h2>", f'<p class="hint">{_esc(FAILURES_HINT)}</p>']
+        for failure in result.failures:
+            out.append(f"<h3>{_esc(failure.kind)} {_esc(failure.name)}: failed</h3>")
+            out.append(f"<p><code>{_esc(failure.error)}</code></p>")
+            if failure.traceback:
+                out.append(f"<pre>{_esc(failure.traceback.rstrip())}</pre>")
 
     if result.notes:
         out.append("<h2>Notes</h2>")

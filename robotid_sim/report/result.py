@@ -212,6 +212,35 @@ class SensitivityOutcome:
 
 
 @dataclass
+class Failure:
+    """An estimator whose ``fit`` raised, or a controller that raised (or stopped) in the loop: the other results
+    of the run are complete without it.
+
+    Attributes:
+        kind: ``"estimator"`` or ``"controller"``.
+        name: its label in the scenario.
+        error: ``"<ExceptionType>: <message>"``.
+        traceback: the formatted traceback (where the error came from, for the plugin's author).
+    """
+
+    kind: str
+    name: str
+    error: str
+    traceback: str = ""
+
+    @classmethod
+    def of(cls, kind: str, name: str, exc: BaseException) -> Failure:
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return cls(kind, name, f"{type(exc).__name__}: {exc}", text)
+
+    def metrics_row(self) -> dict:
+        """Its row of ``metrics.json``."""
+        return {self.kind: self.name, "status": "failed", "error": self.error, "traceback": self.traceback}
+
+
+@dataclass
 class StudyResult:
     """Everything a report shows about one run.
 
@@ -241,6 +270,7 @@ class StudyResult:
         open_loop_t: (K,) time of the open-loop validation (from its start), or None without one.
         q_open_loop_reference: (K, n) the reference motion of the open-loop validation (the true robot's, or the
             measured one), or None.
+        failures: the estimators and controllers that raised (:class:`Failure`), shown with their tracebacks.
     """
 
     title: str
@@ -262,6 +292,7 @@ class StudyResult:
     qdd_reference: np.ndarray | None = None
     open_loop_t: np.ndarray | None = None
     q_open_loop_reference: np.ndarray | None = None
+    failures: list[Failure] = field(default_factory=list)
 
 
 #: points of the velocity grid of the friction curves

@@ -22,7 +22,7 @@ from typing import Any
 from robotid_sim.control import Plant
 from robotid_sim.control.closed_loop import PYBULLET, describe_plant, run_closed_loop
 from robotid_sim.errors import ConfigError, DataError, PluginError, RobotIdError
-from robotid_sim.report import ClosedLoopOutcome
+from robotid_sim.report import ClosedLoopOutcome, Failure
 from robotid_sim.scenario.budget import check_closed_loop
 from robotid_sim.scenario.schema import CAD_LABEL, ClosedLoopConfig, repeated
 from robotid_sim.sim.simulate import resolve_excitation
@@ -204,9 +204,9 @@ def run_closed_loop_plan(
         report: progress callback(task, done, total).
 
     Returns:
-        ``(outcomes, notes)``: one :class:`~robotid_sim.report.ClosedLoopOutcome` per controller that ran to
-        the end, and notes for the report (what was tracked; a controller stopped by a joint leaving its limits
-        or by a bad torque).
+        ``(outcomes, notes, failures)``: one :class:`~robotid_sim.report.ClosedLoopOutcome` per controller that
+        ran to the end, notes for the report (what was tracked; a controller stopped by a joint leaving its limits
+        or by a bad torque), and a :class:`~robotid_sim.report.Failure` per controller that raised or stopped.
     """
     config = plan.config
     if isinstance(plan.plant, str):
@@ -216,17 +216,23 @@ def run_closed_loop_plan(
         plant_name = f"'{plan.plant.text}' ({describe_plant(plant)})"
     outcomes: list[ClosedLoopOutcome] = []
     notes: list[str] = []
+    failures: list[Failure] = []
     total = len(plan.controllers)
     for k, entry in enumerate(plan.controllers):
         report("closed loop", k, total)
-        controller = entry.build(models)
         try:
+            controller = entry.build(models)
             result = run_closed_loop(
                 robot, controller, plan.reference, plan.duration, plant, dt=config.dt, friction=config.friction
             )
-        except DataError as exc:
+        except DataError as exc:  # the loop's own stop: a joint left its limits, a torque was not finite
             log.warning("closed loop '%s' stopped: %s", entry.label, exc)
             notes.append(f"closed loop '{entry.label}' stopped: {exc}")
+            failures.append(Failure.of("controller", entry.label, exc))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a plugin controller may raise anything; the others still run
+            log.warning("controller '%s' failed: %s: %s", entry.label, type(exc).__name__, exc)
+            failures.append(Failure.of("controller", entry.label, exc))
             continue
         metrics = {
             "controller_type": entry.cls.name or entry.cls.__name__,
@@ -250,4 +256,4 @@ def run_closed_loop_plan(
     diverged = [o.name for o in outcomes if o.metrics.get("diverged_at") is not None]
     if diverged:
         notes.append(f"closed loop: the model plant diverged under {', '.join(diverged)} (η shown as inf)")
-    return outcomes, notes
+    return outcomes, notes, failures

@@ -17,7 +17,7 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import load_model
-from robotid_sim.report import ClosedLoopOutcome, EstimatorOutcome, StudyResult, friction_curves
+from robotid_sim.report import ClosedLoopOutcome, EstimatorOutcome, Failure, StudyResult, friction_curves
 from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
 from robotid_sim.sim.dataset import load_dataset
@@ -62,6 +62,8 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     open_loop = OpenLoopReference.load(_path(run_dir, OPEN_LOOP_FILE)) if (run_dir / OPEN_LOOP_FILE).exists() else None
     outcomes, models = [], {}
     for row in rows:
+        if row.get("status") == "failed":
+            continue
         name = row["estimator"]
         model = models[name] = load_model(_path(run_dir, f"models/{name}.json"))
         outcome = EstimatorOutcome.of_model(
@@ -90,6 +92,7 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         base_parameter_table=truth,
         baselines=[o.name for o in outcomes if o.name == CAD_LABEL],
         closed_loop=_closed_loop_outcomes(controller_rows),
+        failures=_failures(rows, "estimator") + _failures(controller_rows, "controller"),
         friction_curves=friction_curves(models, ds_val.qd),
         qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
         open_loop_t=None if open_loop is None else open_loop.t,
@@ -119,11 +122,16 @@ def _closed_loop_result(run_dir: Path) -> StudyResult:
         tau_true=None,
         outcomes=[],
         closed_loop=outcomes,
+        failures=_failures(controller_rows, "controller"),
     )
 
 
 def _closed_loop_outcomes(rows: list[dict]) -> list[ClosedLoopOutcome]:
-    return [ClosedLoopOutcome(row["controller"], {k: v for k, v in row.items() if k != "controller"}) for row in rows]
+    return [
+        ClosedLoopOutcome(row["controller"], {k: v for k, v in row.items() if k != "controller"})
+        for row in rows
+        if row.get("status") != "failed"
+    ]
 
 
 def _path(run_dir: Path, relative: str) -> Path:
@@ -171,6 +179,19 @@ def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, int | float | str | bool)
 
 
+#: text fields of the metrics row of an estimator or controller that failed (:meth:`Failure.metrics_row`)
+FAILURE_FIELDS = ("status", "error", "traceback")
+
+
+def _failures(rows: list[dict], kind: str) -> list[Failure]:
+    """The failures recorded in ``metrics.json`` rows of ``kind`` ('estimator' or 'controller')."""
+    return [
+        Failure(kind, row[kind], str(row.get("error", "")), str(row.get("traceback", "")))
+        for row in rows
+        if row.get("status") == "failed"
+    ]
+
+
 def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
     """The rows of ``metrics.json``, checked, split into estimator rows (names safe and unique, values numbers or
     lists of numbers) and closed-loop rows (``controller`` labels unique, values JSON scalars or lists of them)."""
@@ -210,7 +231,7 @@ def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
             raise DataError(f"{where} is damaged (estimator '{name}' appears twice)")
         seen.add(name.casefold())
         for key, value in row.items():
-            if key == "estimator":
+            if key == "estimator" or (key in FAILURE_FIELDS and isinstance(value, str)):
                 continue
             ok = value is None or _is_number(value)
             ok = ok or (isinstance(value, list) and all(v is None or _is_number(v) for v in value))

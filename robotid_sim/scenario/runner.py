@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from robotid_sim.errors import ConfigError, DataError
+from robotid_sim.errors import ConfigError, DataError, IdentificationError
 from robotid_sim.excitation import excitation_from_config
 from robotid_sim.identification import (
     IdentificationProblem,
@@ -54,7 +54,14 @@ from robotid_sim.identification.lmi import model_consistency
 from robotid_sim.identification.problem import check_data_matches_robot
 from robotid_sim.identification.validation import rollout, trajectory_error
 from robotid_sim.plugins import get_estimator
-from robotid_sim.report import EstimatorOutcome, SensitivityOutcome, StudyResult, friction_curves, write_report
+from robotid_sim.report import (
+    EstimatorOutcome,
+    Failure,
+    SensitivityOutcome,
+    StudyResult,
+    friction_curves,
+    write_report,
+)
 from robotid_sim.robot import load_robot
 from robotid_sim.safety import safe_name
 from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
@@ -691,8 +698,13 @@ def run_closed_loop_study(
     def write(run_dir: Path) -> None:
         data = plan.study.model_dump(mode="json")
         (run_dir / CLOSED_LOOP_FILE).write_text(yaml.safe_dump(data, sort_keys=False))
-        outcomes, notes = run_closed_loop_plan(plan.closed_loop, robot, plan.models, report)
-        _write_metrics(run_dir, [{"controller": o.name, **o.metrics} for o in outcomes])
+        outcomes, notes, failures = run_closed_loop_plan(plan.closed_loop, robot, plan.models, report)
+        if failures and not outcomes:
+            raise IdentificationError(
+                f"every controller failed; the first, '{failures[0].name}': {failures[0].error}"
+            )
+        rows = [{"controller": o.name, **o.metrics} for o in outcomes] + [f.metrics_row() for f in failures]
+        _write_metrics(run_dir, rows)
         result = StudyResult(
             title=plan.study.name,
             robot_name=robot.name,
@@ -705,6 +717,7 @@ def run_closed_loop_study(
             notes=notes,
             info={"friction": _friction_source(robot)},
             closed_loop=outcomes,
+            failures=failures,
         )
         write_report(run_dir, result)
 
@@ -783,6 +796,8 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     torque_scale = _torque_scales(robot, ds_val.tau)
     outcomes: list[EstimatorOutcome] = []
     without_forward: list[str] = []
+    failed: list[tuple[Failure, Exception]] = []  # estimators whose fit raised
+    failures: list[Failure] = []  # controllers that raised or stopped in the loop
     models = []
     metric_rows = []
     horizon = sc.validation.trajectory_horizon
@@ -809,7 +824,15 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         entries.append((CAD_LABEL, None))
     for k, (label, estimator) in enumerate(entries):
         report("identify", k, len(entries))
-        model = estimator.fit(problem) if estimator is not None else cad
+        if estimator is None:
+            model = cad
+        else:
+            try:
+                model = estimator.fit(problem)
+            except Exception as exc:  # noqa: BLE001 - a plugin's fit may raise anything; the others still run
+                failed.append((Failure.of("estimator", label, exc), exc))
+                log.warning("estimator '%s' failed: %s: %s", label, type(exc).__name__, exc)
+                continue
         model_path = model.save(run_dir / "models" / f"{safe_name(label, 'estimator label')}.json")
         pred = model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd)
         rms = M.torque_rms(ds_val.tau, pred)
@@ -861,6 +884,9 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         if on_done is not None:
             on_done(outcome)
     report("identify", len(entries), len(entries))
+    if len(failed) == len(estimators):
+        raise failed[0][1]  # nothing to compare: the run fails with the (first) estimator's own error
+    labels = [o.name for o in outcomes]
     if without_forward:
         notes.append(
             f"{', '.join(without_forward)}: no forward dynamics (a library with products of accelerations, or "
@@ -888,8 +914,10 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     sensitivity = None
     if sc.sensitivity is not None:
         name = sc.sensitivity.estimator
-        model = models[[label for label, _ in entries].index(name)]
-        if isinstance(model, LinearParameterModel):
+        model = models[labels.index(name)] if name in labels else None
+        if model is None:
+            notes.append(f"no ±50 % sensitivity: estimator '{name}' failed")
+        elif isinstance(model, LinearParameterModel):
             sensitivity = _sensitivity(model, name, sc.sensitivity.factors, ds_val, run_dir)
             notes.append(f"±50 % sensitivity of '{name}' written to sensitivity.json")
         else:
@@ -897,11 +925,14 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
 
     closed_loop = []
     if plan.closed_loop is not None:
-        by_label = {label.casefold(): model for (label, _), model in zip(entries, models, strict=True)}
-        closed_loop, more = run_closed_loop_plan(plan.closed_loop, robot, by_label, report)
+        by_label = {label.casefold(): model for label, model in zip(labels, models, strict=True)}
+        closed_loop, more, stopped = run_closed_loop_plan(plan.closed_loop, robot, by_label, report)
         notes += more
         metric_rows += [{"controller": o.name, **o.metrics} for o in closed_loop]
+        failures += stopped
 
+    failures = [failure for failure, _ in failed] + failures
+    metric_rows += [failure.metrics_row() for failure in failures]
     _write_metrics(run_dir, metric_rows)
     info = {
         "robot": robot.name,
@@ -942,9 +973,8 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         closed_loop=closed_loop,
         parameter_labels=dict(sc.report.parameter_labels),
         sensitivity=sensitivity,
-        friction_curves=friction_curves(
-            {label: model for (label, _), model in zip(entries, models, strict=True)}, ds_val.qd
-        ),
+        friction_curves=friction_curves(dict(zip(labels, models, strict=True)), ds_val.qd),
+        failures=failures,
         qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
         open_loop_t=None if open_loop is None else open_loop.t,
         q_open_loop_reference=None if open_loop is None else open_loop.q_reference,
