@@ -698,6 +698,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add_parser("report", help="show the results of a run folder")
     p.add_argument("run_dir")
     p.set_defaults(func=cmd_report)
+
+    from robotid_sim.sweep.cli import add_sweep_parser  # the standard library only: --help stays fast
+
+    add_sweep_parser(sub, parents=[common])
     return parser
 
 

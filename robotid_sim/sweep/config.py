@@ -1,0 +1,208 @@
+"""The sweep YAML schema: a grid of robots × excitations × noise presets × estimators × repetitions.
+
+A sweep file is read with :func:`robotid_sim.safety.load_yaml_file` (no alias bombs, no binary files) and
+validated by pydantic; every error names the field and the reason (:func:`robotid_sim.errors.format_validation_error`).
+Names that become file or folder names (the sweep ``name``, the ``output`` folder, the excitation and noise
+preset labels, each estimator's label) must pass :func:`robotid_sim.safety.safe_name`. Estimator entries are the
+scenario's own (:class:`robotid_sim.scenario.schema.EstimatorEntry`), so an estimator is given in a sweep exactly
+as in a scenario.
+
+Example::
+
+    name: small
+    robots: [planar3r, three_axis]
+    excitations:
+      fourier: {type: fourier, harmonics: 4, base_frequency: 0.2, periods: 1, seed: 1}
+    noise:
+      tau_0.05: {tau: {std: 0.05}}
+      tau_0.1: {tau: {std: 0.1}}
+    estimators: [ols, wls, {name: irls, label: irls}]
+    repetitions: 5
+    seed: 0
+    validation:
+      excitation: {type: fourier, harmonics: 3, base_frequency: 0.25, periods: 1, seed: 7}
+      trajectory_horizon: 0.5
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from robotid_sim.errors import ConfigError, format_validation_error
+from robotid_sim.safety import load_yaml_file, safe_name
+from robotid_sim.scenario.schema import EstimatorEntry, SimulationConfig, repeated
+
+#: Monte Carlo repetitions of a sweep that does not say
+DEFAULT_REPETITIONS = 10
+#: seconds of open-loop simulation behind the trajectory error (BIRDy's short-horizon figure)
+DEFAULT_TRAJECTORY_HORIZON = 0.5
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class SweepValidation(_Strict):
+    """The validation trajectory every cell is evaluated on (never the identification one)."""
+
+    excitation: dict[str, Any] | None = Field(
+        None,
+        description="excitation mapping; default: each identification excitation with its seeds moved (as a scenario)",
+    )
+    duration: float | None = Field(None, gt=0, description="seconds; default: the excitation's duration")
+    noise_seed_offset: int = Field(1, description="the validation noise is seeded with the cell's seed plus this")
+    trajectory_horizon: float = Field(
+        DEFAULT_TRAJECTORY_HORIZON,
+        ge=0,
+        description="seconds of open-loop forward simulation of each identified model (0: no trajectory error)",
+    )
+
+
+def _excitation_form(value: Any) -> Any:
+    if isinstance(value, str) and value != "default":
+        raise ValueError("must be 'default' or a mapping with a 'type'")
+    if isinstance(value, dict) and "type" not in value:
+        raise ValueError("a mapping needs a 'type' (fourier, sequential_sine, polynomial, stepwise)")
+    return value
+
+
+class SweepConfig(_Strict):
+    """A Monte Carlo sweep: every (robot, excitation, noise preset, repetition) cell is simulated once and
+    identified by every estimator."""
+
+    name: str = Field("sweep", description="the sweep's name (letters, digits, '_', '.', '+', '-')")
+    description: str = ""
+    output: str | None = Field(
+        None, description="run folder name under the output root (default: the name); the same folder resumes"
+    )
+    robots: list[str] = Field(min_length=1, description="bundled robot names or URDF paths")
+    excitations: dict[str, dict[str, Any] | str] = Field(
+        default_factory=lambda: {"default": "default"},
+        description="label → excitation mapping or 'default' (the robot's own); default: {default: default}",
+    )
+    noise: dict[str, dict[str, Any] | None] = Field(
+        min_length=1, description="preset label → noise mapping as in a scenario (null: noise-free)"
+    )
+    estimators: list[EstimatorEntry] = Field(min_length=1, description="estimators, names or entries")
+    repetitions: int = Field(DEFAULT_REPETITIONS, ge=1, le=100_000, description="Monte Carlo repetitions per cell")
+    seed: int = Field(0, ge=0, description="repetition r uses noise seed seed + r")
+    simulation: SimulationConfig = SimulationConfig()
+    validation: SweepValidation = SweepValidation()
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_file_name(cls, value):
+        return safe_name(value, "sweep name")
+
+    @field_validator("output")
+    @classmethod
+    def _output_is_a_file_name(cls, value):
+        return None if value is None else safe_name(value, "sweep output folder")
+
+    @field_validator("estimators", mode="before")
+    @classmethod
+    def _names_to_entries(cls, value):
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("excitations")
+    @classmethod
+    def _excitations(cls, value):
+        if not value:
+            raise ValueError("give at least one excitation (label: mapping or 'default')")
+        for label, config in value.items():
+            safe_name(label, "excitation label")
+            _excitation_form(config)
+        return value
+
+    @field_validator("noise")
+    @classmethod
+    def _noise_labels(cls, value):
+        for label in value:
+            safe_name(label, "noise preset label")
+        return value
+
+    @field_validator("robots")
+    @classmethod
+    def _distinct_robots(cls, value):
+        dupes = repeated(value)
+        if dupes:
+            raise ValueError(f"robots appear twice: {dupes}")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_labels(self):
+        dupes = repeated([e.display for e in self.estimators])
+        if dupes:
+            raise ValueError(
+                f"estimators appear twice: {dupes} (labels are compared without case); give each a distinct 'label'"
+            )
+        for what, labels in (("excitation", list(self.excitations)), ("noise preset", list(self.noise))):
+            dupes = repeated(labels)
+            if dupes:
+                raise ValueError(f"{what} labels differ only by case: {dupes}")
+        return self
+
+    @property
+    def folder_name(self) -> str:
+        """The run folder's name under the output root."""
+        return self.output or self.name
+
+    @property
+    def task_count(self) -> int:
+        """(cell, estimator) tasks of the grid."""
+        cells = len(self.robots) * len(self.excitations) * len(self.noise) * self.repetitions
+        return cells * len(self.estimators)
+
+
+def parse_sweep_config(data: Any, where: str = "sweep") -> SweepConfig:
+    """Validate a sweep mapping; :class:`ConfigError` names each bad field and why."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: must be a mapping of fields, got {type(data).__name__}")
+    try:
+        return SweepConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where)) from None
+
+
+def bundled_sweeps() -> dict[str, Path]:
+    """Bundled sweep files (``scenarios/sweeps/*.yaml``) by stem."""
+    import robotid_sim_scenarios
+
+    root = Path(robotid_sim_scenarios.__file__).parent / "sweeps"
+    return {p.stem: p for p in sorted(root.glob("*.yaml"))}
+
+
+def resolve_sweep_path(name_or_path: str | Path) -> Path:
+    """A sweep file from a path or a bundled sweep name (``birdy``, ``small``)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    bundled = bundled_sweeps()
+    if str(name_or_path) in bundled:
+        return bundled[str(name_or_path)]
+    raise ConfigError(
+        f"sweep '{name_or_path}' is neither a file nor a bundled sweep ({', '.join(bundled) or 'none installed'})"
+    )
+
+
+def load_sweep_config(path: str | Path) -> SweepConfig:
+    """Read and validate a sweep YAML file (a path or a bundled sweep name); ``name`` defaults to the file's stem.
+
+    Raises:
+        ConfigError: a missing, unreadable, binary or malformed file, an alias bomb, or an invalid field.
+    """
+    path = resolve_sweep_path(path)
+    data = load_yaml_file(path, "sweep")
+    where = f"sweep {path}"
+    if isinstance(data, dict) and "name" not in data:
+        try:
+            safe_name(path.stem, "sweep name")
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc} (taken from the file name; add a 'name' field)") from None
+        data = {"name": path.stem, **data}
+    return parse_sweep_config(data, where=where)

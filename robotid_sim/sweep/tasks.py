@@ -1,0 +1,301 @@
+"""The cells of a sweep and the work done on one cell (in a worker process).
+
+A **cell** is one (robot, excitation, noise preset, repetition) point of the grid; a **task** is one
+(cell, estimator) pair. A cell's data sets (identification and validation) are simulated once, in the
+worker that runs the cell, and shared by the estimators of that cell: :func:`run_cell` is the unit sent to an
+executor, and it returns one record per task.
+
+Every task is named by :func:`task_id`, a hash of everything its result depends on (robot, excitation and
+noise mappings, seed, simulation and validation settings, the estimator's name and options), never by a user
+string: it is the name of the task's result file (``results/<task_id>.json``), so nothing a sweep file says
+becomes a path, and a grown grid (more repetitions, another estimator) reuses every result it already has.
+
+:func:`run_cell` works on plain data (a :class:`CellSpec` as a mapping) and returns plain data (JSON-able
+records), so it travels to any executor (a local process pool or Dask workers); it imports the numerical
+stack when it runs, not when this module is imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import time
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: figures of merit of each task, in the table's column order (BIRDy's: parameter error, torque error,
+#: trajectory error, time)
+FIGURES = ("param_error", "torque_error", "trajectory_error", "fit_time_s")
+#: bump when a record's meaning changes: results of another version are re-run, not mixed in
+RECORD_VERSION = 1
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def task_id(cell: dict[str, Any], estimator: dict[str, Any]) -> str:
+    """The name of a task's result: a SHA-256 of what the result depends on (24 hex digits).
+
+    Args:
+        cell: the cell's identity (:func:`cell_identity`).
+        estimator: ``{"name", "label", "options"}`` of the estimator.
+    """
+    payload = _canonical({"version": RECORD_VERSION, "cell": cell, "estimator": estimator})
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def cell_identity(
+    robot: str,
+    excitation: Any,
+    noise: Any,
+    seed: int,
+    simulation: dict[str, Any],
+    validation: dict[str, Any],
+) -> dict[str, Any]:
+    """What a cell's data sets depend on (the labels are not part of it: renaming a preset keeps its results)."""
+    return {
+        "robot": robot,
+        "excitation": excitation,
+        "noise": noise,
+        "seed": int(seed),
+        "simulation": simulation,
+        "validation": validation,
+    }
+
+
+@functools.lru_cache(maxsize=16)
+def _plan(plan_key: str, robot_ref: str):
+    """The checked run plan of a cell (robot, estimators, both excitations, noise chain), cached per worker."""
+    from robotid_sim.scenario.runner import prepare_run
+    from robotid_sim.scenario.schema import parse_scenario
+
+    spec = json.loads(plan_key)
+    scenario = {
+        "name": "sweep",
+        "robot": robot_ref,
+        "excitation": spec["excitation"],
+        "noise": spec["noise"],
+        "simulation": spec["simulation"],
+        "validation": spec["validation"],
+        "estimators": spec["estimators"],
+    }
+    return prepare_run(parse_scenario(scenario, where="sweep cell"))
+
+
+def plan_key(spec: dict[str, Any]) -> str:
+    """The part of a cell spec its run plan depends on (everything but the seed and labels)."""
+    return _canonical(
+        {
+            "excitation": spec["excitation"],
+            "noise": spec["noise"],
+            "simulation": spec["simulation"],
+            "validation": spec["validation"],
+            "estimators": [{k: e[k] for k in ("name", "label", "options")} for e in spec["estimators"]],
+        }
+    )
+
+
+def prepare_cell(spec: dict[str, Any]):
+    """Check a cell's settings without simulating (:func:`robotid_sim.scenario.runner.prepare_run`); raises
+    :class:`~robotid_sim.errors.ConfigError` (or another RobotIdError) naming the problem."""
+    return _plan(plan_key(spec), spec["robot_ref"])
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:2000]
+
+
+def _record(spec: dict[str, Any], estimator: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    base = {
+        "version": RECORD_VERSION,
+        "task_id": estimator["task_id"],
+        "robot": spec["robot"],
+        "excitation": spec["excitation_label"],
+        "noise": spec["noise_label"],
+        "repetition": int(spec["repetition"]),
+        "seed": int(spec["seed"]),
+        "estimator": estimator["label"] or estimator["name"],
+        "estimator_name": estimator["name"],
+        "status": "ok",
+        "error": "",
+        "param_error": None,
+        "torque_error": None,
+        "trajectory_error": None,
+        "diverged": False,
+        "fit_time_s": None,
+        "base_names": None,
+        "base_true": None,
+        "base_values": None,
+        "crb_std": None,
+    }
+    base.update(fields)
+    return base
+
+
+def run_cell(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Simulate one cell's data once and identify it with each of its estimators.
+
+    Args:
+        spec: the cell (:class:`robotid_sim.sweep.runner` builds it): ``robot``, ``robot_ref`` (what
+            :func:`~robotid_sim.robot.load_robot` is given), ``excitation``/``noise`` and their labels, ``seed``,
+            ``repetition``, ``simulation``, ``validation``, and ``estimators`` (each ``name``, ``label``,
+            ``options``, ``task_id``).
+
+    Returns:
+        One record per estimator (:data:`FIGURES`, ``status`` ``ok`` or ``failed`` with ``error``, and for
+        models linear in the base parameters their values, the true ones and the Cramér–Rao standard
+        deviations). A cell whose simulation fails gives a failed record for each of its estimators; a
+        failing estimator fails alone.
+    """
+    try:
+        data = _simulate_cell(spec)
+    except Exception as exc:  # recorded, never stops the sweep
+        log.warning("sweep cell %s/%s seed %s failed: %s", spec["robot"], spec["noise_label"], spec["seed"], exc)
+        return [_record(spec, e, status="failed", error=_error_text(exc)) for e in spec["estimators"]]
+    return [_identify(spec, data, e) for e in spec["estimators"]]
+
+
+def _simulate_cell(spec: dict[str, Any]) -> dict[str, Any]:
+    """The cell's identification problem, validation data, open-loop reference and Cramér–Rao bound."""
+    import numpy as np
+
+    from robotid_sim.identification import IdentificationProblem
+    from robotid_sim.identification.validation import rollout
+    from robotid_sim.sim.simulate import simulate
+
+    plan = prepare_cell(spec)
+    robot, sim, seed = plan.robot, plan.scenario.simulation, int(spec["seed"])
+    common = {"noise": plan.noise, "rate_hz": sim.rate_hz, "dt": sim.dt, "kp": sim.kp, "kd": sim.kd}
+    ds = simulate(robot, plan.excitation, duration=plan.duration, seed=seed, **common)
+    ds_val = simulate(
+        robot,
+        plan.validation_excitation,
+        duration=plan.validation_duration,
+        seed=seed + plan.scenario.validation.noise_seed_offset,
+        **common,
+    )
+    problem = IdentificationProblem(plan.structure, ds)
+    K = int(round(plan.scenario.validation.trajectory_horizon / ds_val.dt))
+    reference = None
+    if 1 < K <= ds_val.n_samples:
+        truth = ds_val.truth
+        args = (truth.q[0], truth.qd[0], truth.tau[:K], ds_val.dt)
+        reference = (rollout(robot.forward_dynamics, *args)[0], args)
+    truth_base = robot.base_parameters()
+    return {
+        "plan": plan,
+        "problem": problem,
+        "validation": ds_val,
+        "reference": reference,
+        "truth": dict(zip(truth_base.names, np.asarray(truth_base.true_values(), float).tolist(), strict=True)),
+        "crb_std": cramer_rao_std(problem, plan.noise),
+    }
+
+
+def torque_noise_std(noise, n_dof: int):
+    """(n,) σ of the Gaussian torque noise of a noise chain, or None when its torque noise is not (only)
+    Gaussian with a given standard deviation (an SNR, outliers, quantisation or current noise on τ)."""
+    import numpy as np
+
+    from robotid_sim.sim.noise import GaussianStd
+
+    sigma = np.zeros(n_dof)
+    found = False
+    for model in noise.models:
+        if getattr(model, "signal", "tau") != "tau":  # a model without a signal (current noise) acts on τ
+            continue
+        if not isinstance(model, GaussianStd):
+            return None
+        sigma = np.sqrt(sigma**2 + np.broadcast_to(np.asarray(model.std, float), (n_dof,)) ** 2)
+        found = True
+    return sigma if found and np.all(sigma > 0) else None
+
+
+def cramer_rao_std(problem, noise) -> list[float] | None:
+    """Per base parameter, the Cramér–Rao standard deviation sqrt(diag((Yᵀ Σ⁻¹ Y)⁻¹)).
+
+    Y is the (m, b) stacked base regressor of the cell's identification data and Σ the diagonal covariance
+    of its torque rows (σ_j² for the rows of joint j). With one σ for every joint this is σ²(YᵀY)⁻¹, the
+    covariance of ordinary least squares; with per-joint σ it is the covariance of weighted least squares
+    with the true weights, W = Σ⁻¹ (Gauss–Markov). It is the bound for unbiased estimators when only the
+    torque is noisy (Y exact); noise on q, qd or qdd adds errors in the variables that it does not cover.
+
+    Returns:
+        (b,) standard deviations, or None when the torque noise is not Gaussian with a known σ.
+    """
+    import numpy as np
+
+    sigma = torque_noise_std(noise, problem.n_dof)
+    if sigma is None:
+        return None
+    Y = problem.base_regressor()
+    weights = 1.0 / sigma[problem.row_joint()] ** 2
+    information = Y.T @ (weights[:, None] * Y)
+    try:
+        covariance = np.linalg.inv(information)
+    except np.linalg.LinAlgError:
+        return None
+    return np.sqrt(np.clip(np.diag(covariance), 0.0, None)).tolist()
+
+
+def _finite_or_none(value: float) -> float | None:
+    import math
+
+    return float(value) if math.isfinite(value) else None
+
+
+def _identify(spec: dict[str, Any], data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """Fit one estimator on the cell's data and measure it (BIRDy's figures of merit)."""
+    import numpy as np
+
+    from robotid_sim.errors import ModelError
+    from robotid_sim.identification import LinearParameterModel
+    from robotid_sim.identification import metrics as M
+    from robotid_sim.identification.validation import trajectory_error
+
+    plan, ds_val = data["plan"], data["validation"]
+    estimator = next(est for e, est in plan.estimators if e.display == (entry["label"] or entry["name"]))
+    try:
+        start = time.perf_counter()
+        model = estimator.fit(data["problem"])
+        fit_time = time.perf_counter() - start
+    except Exception as exc:
+        return _record(spec, entry, status="failed", error=_error_text(exc))
+    fields: dict[str, Any] = {"fit_time_s": fit_time}
+    try:
+        pred = np.asarray(model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd), float)
+        # ‖τ̂ − τ‖ / ‖τ‖ over every sample and joint of the validation data, against the noise-free torque
+        fields["torque_error"] = (
+            float(M.relative_parameter_error(pred.ravel(), ds_val.truth.tau.ravel()))
+            if np.all(np.isfinite(pred))
+            else None
+        )
+        if isinstance(model, LinearParameterModel):
+            names = list(model.structure.base_parameters().names)
+            true = np.array([data["truth"][n] for n in names])
+            values = np.asarray(model.base_values(), float)
+            fields |= {
+                "param_error": float(M.relative_parameter_error(values, true)) if np.all(np.isfinite(values)) else None,
+                "base_names": names,
+                "base_true": true.tolist(),
+                "base_values": [_finite_or_none(v) for v in values],
+            }
+            if data["crb_std"] is not None and names == list(data["problem"].base_parameter_names):
+                fields["crb_std"] = data["crb_std"]
+        if data["reference"] is not None:
+            q_reference, args = data["reference"]
+            try:
+                err = trajectory_error(model.forward_dynamics, q_reference, *args)
+                total = float(np.sqrt(np.mean(np.asarray(err.rms, float) ** 2)))
+            except (NotImplementedError, AttributeError, ModelError) as exc:  # a model without forward dynamics
+                fields["error"] = f"no trajectory error: {_error_text(exc)}"
+            else:
+                fields["trajectory_error"] = _finite_or_none(total)
+                fields["diverged"] = not np.isfinite(total)
+    except Exception as exc:
+        return _record(spec, entry, status="failed", error=f"evaluation: {_error_text(exc)}", **fields)
+    return _record(spec, entry, **fields)
