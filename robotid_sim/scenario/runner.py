@@ -700,9 +700,7 @@ def run_closed_loop_study(
         (run_dir / CLOSED_LOOP_FILE).write_text(yaml.safe_dump(data, sort_keys=False))
         outcomes, notes, failures = run_closed_loop_plan(plan.closed_loop, robot, plan.models, report)
         if failures and not outcomes:
-            raise IdentificationError(
-                f"every controller failed; the first, '{failures[0].name}': {failures[0].error}"
-            )
+            raise IdentificationError(f"every controller failed; the first, '{failures[0].name}': {failures[0].error}")
         rows = [{"controller": o.name, **o.metrics} for o in outcomes] + [f.metrics_row() for f in failures]
         _write_metrics(run_dir, rows)
         result = StudyResult(

@@ -412,14 +412,37 @@ def parse_closed_loop_study(data: Any, where: str = "closed-loop") -> ClosedLoop
         raise ConfigError(format_validation_error(exc, where)) from None
 
 
-def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
-    """Validate a scenario mapping; :class:`ConfigError` names each bad field and why."""
+def validate_mapping(model: type[BaseModel], data: Any, where: str) -> Any:
+    """``model`` validated from the mapping ``data``; :class:`ConfigError` names each bad field and why."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: must be a mapping of fields, got {type(data).__name__}")
     try:
-        return Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, where)) from None
+
+
+def load_named_mapping(path: Path, kind: str) -> tuple[Any, str]:
+    """(data, where) of a YAML file of ``kind`` ('scenario', 'sweep') whose ``name`` defaults to the file's stem.
+
+    Raises:
+        ConfigError: an unreadable, binary or malformed file, an alias bomb
+            (:func:`robotid_sim.safety.load_yaml_file`), or a stem that is no safe name when the name is left out.
+    """
+    data = load_yaml_file(path, kind)
+    where = f"{kind} {path}"
+    if isinstance(data, dict) and "name" not in data:
+        try:
+            safe_name(path.stem, f"{kind} name")
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc} (taken from the file name; add a 'name' field)") from None
+        data = {"name": path.stem, **data}
+    return data, where
+
+
+def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
+    """Validate a scenario mapping; :class:`ConfigError` names each bad field and why."""
+    return validate_mapping(Scenario, data, where)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -432,12 +455,4 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"scenario file not found: {path}")
-    data = load_yaml_file(path, "scenario")
-    where = f"scenario {path}"
-    if isinstance(data, dict) and "name" not in data:
-        try:
-            safe_name(path.stem, "scenario name")
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc} (taken from the file name; add a 'name' field)") from None
-        data = {"name": path.stem, **data}
-    return parse_scenario(data, where=where)
+    return parse_scenario(*load_named_mapping(path, "scenario"))

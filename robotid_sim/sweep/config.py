@@ -29,11 +29,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from robotid_sim.errors import ConfigError, format_validation_error
-from robotid_sim.safety import load_yaml_file, safe_name
-from robotid_sim.scenario.schema import EstimatorEntry, SimulationConfig, repeated
+from robotid_sim.errors import ConfigError
+from robotid_sim.safety import safe_name
+from robotid_sim.scenario.schema import EstimatorEntry, SimulationConfig, load_named_mapping, repeated, validate_mapping
 
 #: Monte Carlo repetitions of a sweep that does not say
 DEFAULT_REPETITIONS = 10
@@ -161,12 +161,7 @@ class SweepConfig(_Strict):
 
 def parse_sweep_config(data: Any, where: str = "sweep") -> SweepConfig:
     """Validate a sweep mapping; :class:`ConfigError` names each bad field and why."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: must be a mapping of fields, got {type(data).__name__}")
-    try:
-        return SweepConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, where)) from None
+    return validate_mapping(SweepConfig, data, where)
 
 
 def bundled_sweeps() -> dict[str, Path]:
@@ -196,13 +191,4 @@ def load_sweep_config(path: str | Path) -> SweepConfig:
     Raises:
         ConfigError: a missing, unreadable, binary or malformed file, an alias bomb, or an invalid field.
     """
-    path = resolve_sweep_path(path)
-    data = load_yaml_file(path, "sweep")
-    where = f"sweep {path}"
-    if isinstance(data, dict) and "name" not in data:
-        try:
-            safe_name(path.stem, "sweep name")
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc} (taken from the file name; add a 'name' field)") from None
-        data = {"name": path.stem, **data}
-    return parse_sweep_config(data, where=where)
+    return parse_sweep_config(*load_named_mapping(resolve_sweep_path(path), "sweep"))
