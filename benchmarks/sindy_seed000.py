@@ -28,6 +28,8 @@ from robotid_sim.control.pid import PID
 from robotid_sim.excitation import StepwiseExcitation
 from robotid_sim.excitation.fourier import FourierExcitation
 from robotid_sim.identification import IdentificationProblem
+from robotid_sim.scenario import load_scenario
+from robotid_sim.scenario.runner import bundled_scenarios
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.noise import noise_from_config
 
@@ -36,15 +38,17 @@ CASES = {
     "70/50/30 dB": {"q": {"snr_db": 70}, "qd": {"snr_db": 50}, "qdd": {"snr_db": 30}},
     "60/40/20 dB": {"q": {"snr_db": 60}, "qd": {"snr_db": 40}, "qdd": {"snr_db": 20}},
 }
-VALIDATION = {"type": "fourier", "harmonics": 3, "base_frequency": 0.1, "periods": 1, "seed": 7}
-STRIBECK = {"stribeck_velocities": [0.05, 0.1, 0.2], "max_samples": 8000}
-OPTIONS = {
-    "scara": ({"first_order": 1}, {"first_orders": [1, 1, 1], "segmentation": "labels"}),
-    "three_axis": (
-        {"first_order": 3, **STRIBECK},
-        {"first_orders": [2, 3, 3], "segmentation": "labels", **STRIBECK},
-    ),
-}
+
+
+def _scenario_setup(arm: str) -> tuple[dict, dict, dict]:
+    """(validation excitation, sindy options, stepwise_sindy options) of the bundled scenario ``<arm>_seed000``."""
+    sc = load_scenario(bundled_scenarios()[f"{arm}_seed000"])
+    options = {entry.display: entry.options for entry in sc.estimators}
+    return sc.validation.excitation, options["sindy"], options["stepwise"]
+
+
+#: per arm, what its bundled scenario runs: (validation excitation, sindy options, stepwise_sindy options)
+SETUP = {arm: _scenario_setup(arm) for arm in ("scara", "three_axis")}
 
 
 def estimator(name, **options):
@@ -82,9 +86,9 @@ def main() -> None:
     for name in ("scara", "three_axis"):
         robot = rid.load_robot(name)
         ident = rid.simulate(robot, StepwiseExcitation(robot, seed=0), rate_hz=200)
-        val = rid.simulate(robot, VALIDATION, rate_hz=100)
+        val = rid.simulate(robot, SETUP[name][0], rate_hz=100)
         scale = np.sqrt(np.mean(val.truth.tau**2, axis=0))
-        sindy_options, stepwise_options = OPTIONS[name]
+        _, sindy_options, stepwise_options = SETUP[name]
         for case, noise in CASES.items():
             problem = IdentificationProblem(robot, with_noise(ident, noise))
             for label, est in (

@@ -26,16 +26,17 @@ from robotid_sim.sim.noise import noise_from_config
 SCENARIOS = ("scara_seed000", "three_axis_seed000")
 #: seed 000 Case III: SNR in dB on q, qd, qdd
 CASE_III = {"q": {"snr_db": 60}, "qd": {"snr_db": 40}, "qdd": {"snr_db": 20}}
-VALIDATION = {"type": "fourier", "harmonics": 3, "base_frequency": 0.1, "periods": 1, "seed": 7}
-STRIBECK = {"stribeck_velocities": [0.05, 0.1, 0.2], "max_samples": 8000}
-#: (sindy options, stepwise_sindy options) per arm, as in the scenarios
-OPTIONS = {
-    "scara": ({"first_order": 1}, {"first_orders": [1, 1, 1], "segmentation": "labels"}),
-    "three_axis": (
-        {"first_order": 3, **STRIBECK},
-        {"first_orders": [2, 3, 3], "segmentation": "labels", **STRIBECK},
-    ),
-}
+
+
+def _scenario_setup(arm: str) -> tuple[dict, dict, dict]:
+    """(validation excitation, sindy options, stepwise_sindy options) of the bundled scenario ``<arm>_seed000``."""
+    sc = load_scenario(bundled_scenarios()[f"{arm}_seed000"])
+    options = {entry.display: entry.options for entry in sc.estimators}
+    return sc.validation.excitation, options["sindy"], options["stepwise"]
+
+
+#: per arm, what its bundled scenario runs: (validation excitation, sindy options, stepwise_sindy options)
+SETUP = {arm: _scenario_setup(arm) for arm in ("scara", "three_axis")}
 
 
 def estimator(name: str, **options):
@@ -61,7 +62,7 @@ def data():
     for name in ("scara", "three_axis"):
         robot = rid.load_robot(name)
         ident = rid.simulate(robot, StepwiseExcitation(robot, seed=0), rate_hz=200)
-        val = rid.simulate(robot, VALIDATION, rate_hz=100)
+        val = rid.simulate(robot, SETUP[name][0], rate_hz=100)
         out[name] = (robot, ident, val)
     return out
 
@@ -88,7 +89,7 @@ def test_scenario_loads_and_passes_the_run_checks(name):
 def test_under_case_iii_noise_stepwise_is_sparser_and_more_accurate(data, name):
     robot, ident, val = data[name]
     problem = IdentificationProblem(robot, with_noise(ident, CASE_III, seed=3))
-    sindy_options, stepwise_options = OPTIONS[name]
+    _, sindy_options, stepwise_options = SETUP[name]
     sindy = estimator("sindy", **sindy_options).fit(problem)
     stepwise = estimator("stepwise_sindy", **stepwise_options).fit(problem)
     assert stepwise.diagnostics["library_size"] < sindy.diagnostics["library_size"]
@@ -105,7 +106,7 @@ def test_closed_loop_step_iii_feedforward_beats_step_i_which_beats_pid(data):
     Models from noise-free data (the seed's closed loop runs on its real arm; its noise cases concern the fits)."""
     robot, ident, _ = data["three_axis"]
     problem = IdentificationProblem(robot, ident)
-    _, options = OPTIONS["three_axis"]
+    _, _, options = SETUP["three_axis"]
     step1 = estimator("stepwise_sindy", steps=1, **options).fit(problem)
     step3 = estimator("stepwise_sindy", **options).fit(problem)
     reference = FourierExcitation.random(robot, harmonics=3, base_frequency=0.1, seed=7)

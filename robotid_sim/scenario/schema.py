@@ -223,7 +223,7 @@ def _names_to_entries(value):
     return value
 
 
-def _excitation_or_default(value):
+def excitation_or_default(value):
     """'default' or a mapping with a 'type', the two forms of an excitation (or reference) field."""
     if isinstance(value, str) and value != "default":
         raise ValueError("must be 'default' or a mapping with a 'type'")
@@ -261,7 +261,7 @@ class ClosedLoopConfig(_Strict):
     @field_validator("reference")
     @classmethod
     def _reference_form(cls, value):
-        return _excitation_or_default(value)
+        return excitation_or_default(value)
 
     @model_validator(mode="after")
     def _unique_labels(self):
@@ -320,7 +320,7 @@ class Scenario(_Strict):
     @field_validator("excitation")
     @classmethod
     def _excitation_form(cls, value):
-        return _excitation_or_default(value)
+        return excitation_or_default(value)
 
     @field_validator("sensitivity", mode="before")
     @classmethod

@@ -33,7 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from robotid_sim.errors import ConfigError
 from robotid_sim.safety import safe_name
-from robotid_sim.scenario.schema import EstimatorEntry, SimulationConfig, load_named_mapping, repeated, validate_mapping
+from robotid_sim.scenario.schema import (
+    EstimatorEntry,
+    SimulationConfig,
+    excitation_or_default,
+    load_named_mapping,
+    repeated,
+    validate_mapping,
+)
 
 #: Monte Carlo repetitions of a sweep that does not say
 DEFAULT_REPETITIONS = 10
@@ -59,14 +66,6 @@ class SweepValidation(_Strict):
         ge=0,
         description="seconds of open-loop forward simulation of each identified model (0: no trajectory error)",
     )
-
-
-def _excitation_form(value: Any) -> Any:
-    if isinstance(value, str) and value != "default":
-        raise ValueError("must be 'default' or a mapping with a 'type'")
-    if isinstance(value, dict) and "type" not in value:
-        raise ValueError("a mapping needs a 'type' (fourier, sequential_sine, polynomial, stepwise)")
-    return value
 
 
 class SweepConfig(_Strict):
@@ -116,7 +115,7 @@ class SweepConfig(_Strict):
             raise ValueError("give at least one excitation (label: mapping or 'default')")
         for label, config in value.items():
             safe_name(label, "excitation label")
-            _excitation_form(config)
+            excitation_or_default(config)
         return value
 
     @field_validator("noise")
