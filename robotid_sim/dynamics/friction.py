@@ -51,9 +51,9 @@ class FrictionModel(ABC):
     n: int
     sign_smoothing: float
 
-    @abstractmethod
     def torque(self, qd: np.ndarray) -> np.ndarray:
-        """Friction torque (N, n) for joint velocities ``qd`` (N, n)."""
+        """Friction torque (N, n) for joint velocities ``qd`` (N, n): the columns times the values."""
+        return np.einsum("nik,ik->ni", self.columns(qd), self.values())
 
     @abstractmethod
     def columns(self, qd: np.ndarray) -> np.ndarray:
@@ -157,9 +157,6 @@ class NonlinearExponent(FrictionModel):
         s = smooth_sign(qd, self.sign_smoothing)
         return np.stack([s, np.abs(qd) ** self.alpha * s, np.ones_like(qd)], axis=-1)
 
-    def torque(self, qd):
-        return np.einsum("nik,ik->ni", self.columns(qd), self.values())
-
     def values(self):
         return np.stack([self.fc, self.fv, self.offset], axis=-1)
 
@@ -200,9 +197,6 @@ class Stribeck(FrictionModel):
         s = smooth_sign(qd, self.sign_smoothing)
         e = np.exp(-((qd / self.vs) ** 2))
         return np.stack([s * (1.0 - e), s * e, qd], axis=-1)
-
-    def torque(self, qd):
-        return np.einsum("nik,ik->ni", self.columns(qd), self.values())
 
     def values(self):
         return np.stack([self.fc, self.fs, self.fv], axis=-1)
@@ -249,9 +243,6 @@ class NonlinearStribeck(FrictionModel):
         s = smooth_sign(qd, self.sign_smoothing)
         e = np.exp(-((qd / self.vs) ** 2))
         return np.stack([s * (1.0 - e), s * e, np.abs(qd) ** self.alpha * s, np.ones_like(qd)], axis=-1)
-
-    def torque(self, qd):
-        return np.einsum("nik,ik->ni", self.columns(qd), self.values())
 
     def values(self):
         return np.stack([self.fc, self.fs, self.fv, self.offset], axis=-1)
