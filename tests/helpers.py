@@ -1,4 +1,5 @@
-"""Helpers shared by test modules: the CLI in a fresh process, a pybullet_data file, a tiny scenario."""
+"""Helpers shared by test modules: the CLI in a fresh process, a pybullet_data file, a tiny scenario, a plugin
+package installed on a path."""
 
 from __future__ import annotations
 
@@ -44,3 +45,15 @@ def pybullet_data_file(relative: str) -> Path:
     if not path.is_file():
         pytest.skip(f"{relative} is not shipped with this pybullet")
     return path
+
+
+def install_plugin(site: Path, package: str, source: str, entry: str) -> None:
+    """``source`` as the package ``package`` in the folder ``site`` with a distribution whose ``robotid_sim`` entry
+    point ``entry`` names it: installed, as pip would, for a process with ``site`` on its PYTHONPATH."""
+    (site / package).mkdir(parents=True)
+    (site / package / "__init__.py").write_text(source)
+    dist = site / f"{package}-0.1.dist-info"
+    dist.mkdir()
+    name = package.replace("_", "-")
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[robotid_sim]\n{entry} = {package}\n")

@@ -8,7 +8,7 @@ import json
 import textwrap
 
 import yaml
-from helpers import TINY_SCENARIO, run_cli
+from helpers import TINY_SCENARIO, install_plugin, run_cli
 
 PLUGIN = textwrap.dedent(
     '''
@@ -48,19 +48,10 @@ PLUGIN = textwrap.dedent(
 )
 
 
-def _install(site):
-    (site / "rid_broken_plugin").mkdir(parents=True)
-    (site / "rid_broken_plugin" / "__init__.py").write_text(PLUGIN)
-    dist = site / "rid_broken_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rid-broken-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[robotid_sim]\nbroken = rid_broken_plugin\n")
-
-
 def _run(tmp_path, **changes):
     site = tmp_path / "site"
     if not site.exists():
-        _install(site)
+        install_plugin(site, "rid_broken_plugin", PLUGIN, "broken")
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({**TINY_SCENARIO, **changes}))
     return run_cli(["run", "study.yaml", "--out", "runs"], cwd=tmp_path, env_extra={"PYTHONPATH": str(site)})
 

@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import yaml
+from helpers import install_plugin
 
 PLUGIN = textwrap.dedent('''
     """A plugin with one of each: excitation 'slow_fourier', noise 'tau_bias', estimator
@@ -76,18 +77,9 @@ PLUGIN = textwrap.dedent('''
 ''')
 
 
-def _install(site):
-    (site / "rid_e2e_plugin").mkdir(parents=True)
-    (site / "rid_e2e_plugin" / "__init__.py").write_text(PLUGIN)
-    dist = site / "rid_e2e_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rid-e2e-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[robotid_sim]\ne2e = rid_e2e_plugin\n")
-
-
 def test_plugin_excitation_noise_and_model_kind_through_the_cli_and_a_fresh_load(tmp_path):
     site = tmp_path / "site"
-    _install(site)
+    install_plugin(site, "rid_e2e_plugin", PLUGIN, "e2e")
     scenario = {
         "name": "plugin_e2e",
         "robot": "planar3r",
