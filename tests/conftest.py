@@ -1,4 +1,4 @@
-"""Shared fixtures: bundled robots, the in-test 6-joint URDF, a PyBullet reference body."""
+"""Shared fixtures: bundled robots, the in-test 6-joint URDF, a PyBullet reference body, a fresh plugin manager."""
 
 from __future__ import annotations
 
@@ -15,6 +15,18 @@ from arm6 import arm6_urdf  # noqa: E402
 import robotid_sim as rid  # noqa: E402
 
 BUNDLED = ["planar3r", "scara", "three_axis", "prrrp", "hyper9"]
+
+
+@pytest.fixture()
+def fresh_plugin_manager(monkeypatch):
+    """The test starts and ends with a plugin manager loaded from scratch, all plugins allowed (a module that
+    changes plugins uses it on every test: ``pytestmark = pytest.mark.usefixtures("fresh_plugin_manager")``)."""
+    from robotid_sim import plugins
+
+    monkeypatch.delenv(plugins.PLUGINS_ENV_VAR, raising=False)
+    plugins.reset_plugin_manager()
+    yield
+    plugins.reset_plugin_manager()
 
 
 @pytest.fixture(scope="session")

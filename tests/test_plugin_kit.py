@@ -32,12 +32,7 @@ ESTIMATOR = "kit_lsq"
 CONTROLLER = "kit_pd"
 
 
-@pytest.fixture(autouse=True)
-def fresh_plugin_manager(monkeypatch):
-    monkeypatch.delenv(plugins.PLUGINS_ENV_VAR, raising=False)
-    plugins.reset_plugin_manager()
-    yield
-    plugins.reset_plugin_manager()
+pytestmark = pytest.mark.usefixtures("fresh_plugin_manager")
 
 
 def _subprocess_env() -> dict[str, str]:

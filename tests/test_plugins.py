@@ -30,13 +30,7 @@ HOOK_NAMES = sorted(
 )
 
 
-@pytest.fixture(autouse=True)
-def fresh_plugin_manager(monkeypatch):
-    """Every test starts and ends with a plugin manager loaded from scratch, all plugins allowed."""
-    monkeypatch.delenv(plugins.PLUGINS_ENV_VAR, raising=False)
-    plugins.reset_plugin_manager()
-    yield
-    plugins.reset_plugin_manager()
+pytestmark = pytest.mark.usefixtures("fresh_plugin_manager")
 
 
 @pytest.fixture()

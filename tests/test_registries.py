@@ -31,13 +31,7 @@ from robotid_sim.sim.noise import NoiseModel
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def fresh_plugin_manager(monkeypatch):
-    """Every test starts and ends with a plugin manager loaded from scratch, all plugins allowed."""
-    monkeypatch.delenv(plugins.PLUGINS_ENV_VAR, raising=False)
-    plugins.reset_plugin_manager()
-    yield
-    plugins.reset_plugin_manager()
+pytestmark = pytest.mark.usefixtures("fresh_plugin_manager")
 
 
 def by_name(infos) -> dict:
