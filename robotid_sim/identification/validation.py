@@ -64,21 +64,27 @@ class TrajectoryError:
     rsd: np.ndarray
     agreement_index: np.ndarray
 
+    @classmethod
+    def between(cls, q_model, q_reference) -> TrajectoryError:
+        """The error of a model's open-loop motion ``q_model`` (K, n; NaN after a divergence, as
+        :func:`rollout` leaves it) against ``q_reference`` (K, n)."""
+        q_model, q_reference = np.asarray(q_model, float), np.asarray(q_reference, float)
+        n = q_reference.shape[1]
+        rsd, agreement = np.full(n, np.inf), np.zeros(n)
+        with np.errstate(over="ignore", invalid="ignore"):  # a finite but huge divergence overflows the square
+            rms = np.sqrt(np.mean((q_model - q_reference) ** 2, axis=0))
+            ok = np.isfinite(rms)
+            if ok.any():
+                rsd[ok] = M.rsd(q_reference[:, ok], q_model[:, ok])
+                agreement[ok] = M.agreement_index(q_reference[:, ok], q_model[:, ok])
+        diverged = ~ok | np.isnan(agreement)  # NaN: the agreement index's sums overflowed
+        rms[diverged], rsd[diverged], agreement[diverged] = np.inf, np.inf, 0.0
+        return cls(rms, rsd, agreement)
+
 
 def trajectory_error(model_forward: ForwardFn, q_reference: np.ndarray, q0, qd0, tau, dt) -> TrajectoryError:
     """RMS, RSD and agreement index per joint of the difference between a model's open-loop response to
     ``tau`` and ``q_reference`` (K, n), the true model's :func:`rollout` under the same torque (so that only
     the model differs, not the integrator) or a measured trajectory; one rollout serves all three."""
     q_model, _ = rollout(model_forward, q0, qd0, tau, dt)
-    q_reference = np.asarray(q_reference, float)
-    n = q_reference.shape[1]
-    rsd, agreement = np.full(n, np.inf), np.zeros(n)
-    with np.errstate(over="ignore", invalid="ignore"):  # a finite but huge divergence overflows the square
-        rms = np.sqrt(np.mean((q_model - q_reference) ** 2, axis=0))
-        ok = np.isfinite(rms)
-        if ok.any():
-            rsd[ok] = M.rsd(q_reference[:, ok], q_model[:, ok])
-            agreement[ok] = M.agreement_index(q_reference[:, ok], q_model[:, ok])
-    diverged = ~ok | np.isnan(agreement)  # NaN: the agreement index's sums overflowed
-    rms[diverged], rsd[diverged], agreement[diverged] = np.inf, np.inf, 0.0
-    return TrajectoryError(rms, rsd, agreement)
+    return TrajectoryError.between(q_model, q_reference)

@@ -52,7 +52,7 @@ from robotid_sim.identification import (
 from robotid_sim.identification import metrics as M
 from robotid_sim.identification.lmi import model_consistency
 from robotid_sim.identification.problem import check_data_matches_robot
-from robotid_sim.identification.validation import rollout, trajectory_error
+from robotid_sim.identification.validation import TrajectoryError, rollout
 from robotid_sim.plugins import get_estimator
 from robotid_sim.report import (
     EstimatorOutcome,
@@ -863,7 +863,7 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
             metrics["acceleration_rms"] = forward.acceleration_rms.tolist()
             metrics["acceleration_rsd"] = forward.acceleration_rsd.tolist()
         if K > 1 and model.has_forward_dynamics:
-            err = trajectory_error(model.forward_dynamics, q_reference, *rollout_args)
+            err = TrajectoryError.between(forward.q_open_loop, open_loop.q_reference)  # the rollout just made
             metrics["trajectory_rms"] = err.rms.tolist()
             metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err.rms**2)))
             metrics["trajectory_rsd"] = err.rsd.tolist()
