@@ -21,7 +21,7 @@ from typing import Any
 
 from robotid_sim.control import Plant
 from robotid_sim.control.closed_loop import PYBULLET, describe_plant, run_closed_loop
-from robotid_sim.errors import ConfigError, DataError, PluginError, RobotIdError
+from robotid_sim.errors import ConfigError, PluginError, RobotIdError
 from robotid_sim.report import ClosedLoopOutcome, Failure
 from robotid_sim.scenario.budget import check_closed_loop
 from robotid_sim.scenario.schema import CAD_LABEL, ClosedLoopConfig, repeated
@@ -205,8 +205,9 @@ def run_closed_loop_plan(
 
     Returns:
         ``(outcomes, notes, failures)``: one :class:`~robotid_sim.report.ClosedLoopOutcome` per controller that
-        ran to the end, notes for the report (what was tracked; a controller stopped by a joint leaving its limits
-        or by a bad torque), and a :class:`~robotid_sim.report.Failure` per controller that raised or stopped.
+        ran to the end, notes for the report (what was tracked, by which plant), and a
+        :class:`~robotid_sim.report.Failure` per controller that raised or was stopped (a joint leaving its limits,
+        a torque that is not finite).
     """
     config = plan.config
     if isinstance(plan.plant, str):
@@ -225,12 +226,8 @@ def run_closed_loop_plan(
             result = run_closed_loop(
                 robot, controller, plan.reference, plan.duration, plant, dt=config.dt, friction=config.friction
             )
-        except DataError as exc:  # the loop's own stop: a joint left its limits, a torque was not finite
-            log.warning("closed loop '%s' stopped: %s", entry.label, exc)
-            notes.append(f"closed loop '{entry.label}' stopped: {exc}")
-            failures.append(Failure.of("controller", entry.label, exc))
-            continue
-        except Exception as exc:  # noqa: BLE001 - a plugin controller may raise anything; the others still run
+        except Exception as exc:  # noqa: BLE001 - the loop's own stop (a DataError: a joint left its limits, a
+            # torque was not finite) or anything a plugin controller raises; the other controllers still run
             log.warning("controller '%s' failed: %s: %s", entry.label, type(exc).__name__, exc)
             failures.append(Failure.of("controller", entry.label, exc))
             continue
