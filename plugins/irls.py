@@ -21,6 +21,7 @@ from robotid_sim.identification import (
     per_joint_variance,
 )
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, standard_consistency
+from robotid_sim.identification.metrics import robust_std
 
 ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
@@ -84,7 +85,7 @@ class IRLSEstimator(Estimator):
         limits = np.empty(n)
         for j, rows in enumerate(rows_of):
             rj = residual[rows[keep[rows]]]
-            limits[j] = self.k_sigma * 1.4826 * np.median(np.abs(rj - np.median(rj))) if rj.size else np.inf
+            limits[j] = self.k_sigma * robust_std(rj) if rj.size else np.inf
         return np.maximum(limits, 1e-12)
 
     def iterate(self, problem, constrained: PhysicalLeastSquares | None = None) -> IRLSResult:

@@ -19,6 +19,7 @@ from robotid_sim.identification import (
     MLPCorrection,
     ResidualModel,
 )
+from robotid_sim.identification.metrics import robust_std
 
 ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
@@ -439,8 +440,7 @@ def _outliers(residual: np.ndarray, use: np.ndarray, k_sigma: float | None) -> n
         r = residual[use[:, j], j]
         if r.size == 0:
             continue
-        centre = np.median(r)
-        sigma = 1.4826 * np.median(np.abs(r - centre))
+        centre, sigma = np.median(r), robust_std(r)
         if sigma > 0:
             out[:, j] = use[:, j] & (np.abs(residual[:, j] - centre) > k_sigma * sigma)
     return out

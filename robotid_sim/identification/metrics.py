@@ -232,6 +232,17 @@ def _parameter_pair(estimated, true) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------- regressor stats
+#: the median absolute deviation of Gaussian data times this is its standard deviation
+MAD_TO_STD = 1.4826
+
+
+def robust_std(x, axis: int | None = None) -> np.ndarray:
+    """1.4826 × the median absolute deviation of ``x`` around its median (along ``axis``): the standard deviation
+    of Gaussian data, unmoved by a minority of outliers."""
+    x = np.asarray(x, float)
+    return MAD_TO_STD * np.median(np.abs(x - np.median(x, axis=axis, keepdims=True)), axis=axis)
+
+
 def condition_number(W) -> float:
     """cond(W) = σ_max / σ_min of the stacked regressor (seed 001 Eq. 12): the excitation quality.
 

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from robotid_sim.errors import IdentificationError
 from robotid_sim.identification.estimator import EstimatorOptions
+from robotid_sim.identification.metrics import robust_std
 from robotid_sim.identification.model import History
 
 #: at most this many parameter vectors are kept in a history (the stream is decimated to fit)
@@ -126,6 +127,4 @@ def noise_std(x: np.ndarray) -> np.ndarray:
         raise IdentificationError(
             f"estimating the measurement noise needs at least 8 samples, got {x.shape[0]}; record a longer run"
         )
-    d3 = np.diff(x, 3, axis=0)
-    mad = np.median(np.abs(d3 - np.median(d3, axis=0)), axis=0)
-    return 1.4826 * mad / np.sqrt(20.0)
+    return robust_std(np.diff(x, 3, axis=0), axis=0) / np.sqrt(20.0)
