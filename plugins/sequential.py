@@ -10,13 +10,14 @@ coupling), and the parameters of the earlier trials are kept at their values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from pydantic import Field
 
 from robotid_sim.errors import IdentificationError
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
+from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions, per_joint_variance
 from robotid_sim.identification.metrics import condition_number
 from robotid_sim.identification.problem import RANK_DEFICIENT_CONDITION
 
@@ -26,6 +27,8 @@ ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written 
 JOINT_SEGMENT = "joint"
 #: relative singular value below which a column combination counts as not excited (structural rank)
 STRUCTURAL_TOLERANCE = 1e-9
+#: smallest per-joint noise std of the weighting, as a fraction of the largest (exact data: no division by 0)
+WEIGHT_FLOOR = 1e-6
 #: relative singular value under which the rank check of seed 003 §3.2 counts [H τ] as not of higher rank
 RANK_CHECK_TOLERANCE = 1e-8
 
@@ -98,10 +101,15 @@ class SequentialEstimator(Estimator):
        and the friction offsets are constants that no single-joint motion separates; they are estimated
        together (their identifiable combinations), not reported, and identified in later steps.
     2. **Least squares** on every joint's torque equation of the step's rows (SIMO), the known parameters'
-       torque subtracted: τ − W_F β_F = [W_P, W_N V_N] [β_P; γ] + e.
-    3. **Covariance**: σ²_k (HᵀH)⁻¹ of the step plus the propagation of the earlier steps' covariance through
-       the subtraction (β_P depends linearly on β_F); the segments' noises are independent, so the covariance
-       of the whole minimal set is exact for OLS with one noise variance per step.
+       torque subtracted: τ − W_F β_F = [W_P, W_N V_N] [β_P; γ] + e. With ``weighting: per_joint`` (the
+       default) the step is then solved again with each joint's equations divided by that joint's residual std
+       (Gautier's WLS, seed 001 Eq. 26): the joints' torques are measured with different noise, and one pooled
+       variance would both waste the quiet joints' equations and misstate the standard deviations (it
+       understates those of the parameters seen mostly by the noisiest joint).
+    3. **Covariance**: σ²_k (HᵀH)⁻¹ of the (weighted) step plus the propagation of the earlier steps'
+       covariance through the subtraction (β_P depends linearly on β_F); the segments' noises are independent,
+       so the covariance of the whole minimal set is exact for (weighted) least squares with one noise variance
+       per joint.
 
     Diagnostics: ``steps`` (one :class:`SequentialStep` per trial, as a dict), ``condition_number`` (the
     largest of the steps), ``rows_unused`` (rows in no single-joint segment: dwells), ``rank_check``
@@ -116,6 +124,12 @@ class SequentialEstimator(Estimator):
         )
         seed: int = Field(
             0, description="seed of the structural test's random states (the result does not depend on it)"
+        )
+        weighting: Literal["per_joint", "none"] = Field(
+            "per_joint",
+            description="'per_joint': each step is solved again with every joint's torque equations weighted by the "
+            "inverse of that joint's OLS residual std (Gautier's WLS, seed 001 Eq. 26), since the SIMO rows of "
+            "different joints have different noise; 'none': ordinary least squares, as in seed 003",
         )
         max_held_motion: float = Field(
             0.1,
@@ -204,7 +218,7 @@ class SequentialEstimator(Estimator):
         b, n = problem.base.count, problem.n_dof
         W = problem.base_regressor()
         tau = problem.torque_vector()
-        sample = problem.row_sample()
+        sample, row_joint = problem.row_sample(), problem.row_joint()
         qd = np.asarray(problem.dataset.qd, float)
         rng = np.random.default_rng(self.seed)
         beta = np.full(b, np.nan)
@@ -238,16 +252,20 @@ class SequentialEstimator(Estimator):
                     "base parameter not identified before; excite the joints from the distal one to the base "
                     "(order: distal_to_base)"
                 )
-            Wk = W[rows]
             known_idx = np.flatnonzero(known)
-            y = tau[rows] - (Wk[:, known_idx] @ beta[known_idx] if known_idx.size else 0.0)
-            nuisance = _held_pose_terms(Wk, held, V, np.setdiff1d(unknown, np.concatenate([new, held])))
-            H = np.hstack([Wk[:, new], nuisance])
+            Wk, y = W[rows], tau[rows] - (W[rows][:, known_idx] @ beta[known_idx] if known_idx.size else 0.0)
+            absent = np.setdiff1d(unknown, np.concatenate([new, held]))
+            plain = _solve_step(Wk, y, new, held, V, absent)
+            solved, row_scale = plain, np.ones(rows.size)
+            if self.weighting == "per_joint":
+                # Gautier's weighting of the step (seed 001 Eq. 26): each joint's torque equations scaled by the
+                # inverse of that joint's OLS residual std, then least squares again
+                sigma = np.sqrt(per_joint_variance(plain.residual, plain.H, n, row_joint=row_joint[rows]))
+                if sigma.max() > 0:
+                    row_scale = 1.0 / np.maximum(sigma, WEIGHT_FLOOR * sigma.max())[row_joint[rows]]
+                    solved = _solve_step(Wk * row_scale[:, None], y * row_scale, new, held, V, absent)
+            H, Hs, s, Vt, scale, x = solved.H, solved.Hs, solved.s, solved.Vt, solved.scale, solved.x
             p = new.size
-            scale = np.linalg.norm(H, axis=0)
-            scale[scale == 0] = 1.0
-            Hs = H / scale
-            _, s, Vt = np.linalg.svd(Hs, full_matrices=False)
             scaled_cond = float(s[0] / s[-1]) if s[-1] > 0 else np.inf
             if scaled_cond > RANK_DEFICIENT_CONDITION:
                 weakest = [names[c] for c in new[np.argsort(-np.abs(Vt[-1, :p]))[:3]]]
@@ -256,16 +274,14 @@ class SequentialEstimator(Estimator):
                     f"{scaled_cond:.3g}); the combination of {weakest} is not excited. Raise the amplitude or the "
                     "frequency of this joint's sine, or record more cycles"
                 )
-            x, *_ = np.linalg.lstsq(Hs, y, rcond=None)
-            residual = y - Hs @ x
             dof = max(rows.size - H.shape[1], 1)
-            sigma2 = float(residual @ residual) / dof
+            sigma2 = float(solved.residual @ solved.residual) / dof
             HtH_inv = Vt.T @ np.diag(1.0 / s**2) @ Vt  # (Hsᵀ Hs)⁻¹
             step_cov = sigma2 * HtH_inv[:p, :p] / np.outer(scale[:p], scale[:p])
             beta[new] = x[:p] / scale[:p]
             if known_idx.size:
                 # β_P = [H⁺ (τ − W_F β_F)]_P: the earlier steps' errors propagate through J = −[H⁺ W_F]_P
-                J = -((HtH_inv @ Hs.T @ Wk[:, known_idx])[:p] / scale[:p, None])
+                J = -((HtH_inv @ Hs.T @ (Wk[:, known_idx] * row_scale[:, None]))[:p] / scale[:p, None])
                 cross = J @ covariance[np.ix_(known_idx, known_idx)]
                 covariance[np.ix_(new, known_idx)] = cross
                 covariance[np.ix_(known_idx, new)] = cross.T
@@ -273,11 +289,14 @@ class SequentialEstimator(Estimator):
             covariance[np.ix_(new, new)] = step_cov
             known[new] = True
             # seed 003 §3.2: rank of [H τ] against rank of H
-            yn = np.linalg.norm(y)
-            s_aug = np.linalg.svd(np.hstack([Hs, (y / yn if yn > 0 else y)[:, None]]), compute_uv=False)
+            yw = y * row_scale
+            ywn = np.linalg.norm(yw)
+            s_aug = np.linalg.svd(np.hstack([Hs, (yw / ywn if ywn > 0 else yw)[:, None]]), compute_uv=False)
             rank_h = int(np.sum(s > RANK_CHECK_TOLERANCE * s[0]))
             rank_aug = int(np.sum(s_aug > RANK_CHECK_TOLERANCE * s_aug[0]))
-            cond = condition_number(_project_out(Wk[:, new], nuisance))
+            cond = condition_number(_project_out(Wk[:, new], plain.nuisance))
+            residual = solved.residual / row_scale  # N·m or N
+            yn = np.linalg.norm(y)
             steps.append(
                 SequentialStep(
                     step=k,
@@ -312,6 +331,35 @@ class SequentialEstimator(Estimator):
                 **problem.diagnostics(),
             },
         )
+
+
+@dataclass(frozen=True)
+class _StepSolution:
+    """The least-squares solution of one step: ``H = [W_P, nuisance]``, its column-scaled ``Hs = H / scale`` with
+    the SVD ``Hs = U diag(s) Vt``, the scaled solution ``x`` and the residual."""
+
+    H: np.ndarray
+    nuisance: np.ndarray
+    Hs: np.ndarray
+    scale: np.ndarray
+    s: np.ndarray
+    Vt: np.ndarray
+    x: np.ndarray
+    residual: np.ndarray
+
+
+def _solve_step(
+    Wk: np.ndarray, y: np.ndarray, new: np.ndarray, held: np.ndarray, V: np.ndarray, absent: np.ndarray
+) -> _StepSolution:
+    """Least squares of a step's new parameters and held-pose terms on the rows ``Wk``, ``y``."""
+    nuisance = _held_pose_terms(Wk, held, V, absent)
+    H = np.hstack([Wk[:, new], nuisance])
+    scale = np.linalg.norm(H, axis=0)
+    scale[scale == 0] = 1.0
+    Hs = H / scale
+    _, s, Vt = np.linalg.svd(Hs, full_matrices=False)
+    x, *_ = np.linalg.lstsq(Hs, y, rcond=None)
+    return _StepSolution(H, nuisance, Hs, scale, s, Vt, x, y - Hs @ x)
 
 
 def _held_pose_terms(W: np.ndarray, held: np.ndarray, V: np.ndarray, absent: np.ndarray) -> np.ndarray:

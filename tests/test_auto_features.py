@@ -1,7 +1,7 @@
 """auto_features (seed 002, Petersen; issue 15): model-free A(q), B(q), C(q), G(q) of a revolute arm.
 
 Data: PyBullet simulations of a planar 2R arm (planar3r with its last joint locked) and of planar3r, each
-identified on one multi-sine trajectory and validated on another, with the noise of planar3r_seed003.
+identified on one multi-sine trajectory and validated on another, with the noise of planar3r_seed002.
 The estimator is imported directly (its entry point ``auto_features`` is registered in pyproject).
 """
 
@@ -23,7 +23,7 @@ from robotid_sim.identification.auto_features import LagrangianBasis, planar_ter
 from robotid_sim.testing import _data, check_estimator
 
 ROBOTS = Path(__file__).resolve().parents[1] / "robots"
-#: the noise of scenarios/planar3r_seed003.yaml
+#: the noise of scenarios/planar3r_seed002.yaml
 NOISE = {"q": {"snr_db": 70}, "quantization": {"q": 4.8e-05}, "tau": {"std": 0.1}}
 IDENTIFICATION = {"type": "fourier", "harmonics": 5, "base_frequency": 0.1, "periods": 1, "seed": 1}
 VALIDATION = {"type": "fourier", "harmonics": 4, "base_frequency": 0.2, "periods": 1, "seed": 3}

@@ -344,6 +344,32 @@ def test_sequential_sine_clips_amplitude_to_the_range_around_the_hold_pose(hyper
     assert exc.amplitudes[0] == 1.0
 
 
+def test_sequential_sine_frequency_steps_run_each_joint_at_each_fraction_of_its_frequency(hyper9):
+    exc = excitation_from_config(
+        {"type": "sequential_sine", "amplitudes": 0.5, "dwell": 0.2, "cycles": 1, "frequency_steps": [0.5, 1.0]}, hyper9
+    )
+    one = SequentialSine(hyper9, amplitudes=0.5, dwell=0.2, cycles=1)
+    np.testing.assert_array_equal(exc.frequencies, one.frequencies)
+    assert exc.describe()["frequency_steps"] == [0.5, 1.0]
+    joint_segments = [s for s in exc.segments if s.label == "joint"]
+    assert [s.joint for s in joint_segments] == [j for j in range(8, -1, -1) for _ in (0, 1)]
+    t, _, qd, _ = exc.sample(1000.0)
+    for slow, fast in zip(joint_segments[::2], joint_segments[1::2], strict=True):
+        j = slow.joint
+        # the same sine at half the frequency: twice as long, half the peak velocity
+        assert slow.end - slow.start == pytest.approx(2 * (fast.end - fast.start))
+        peak_slow, peak_fast = (np.abs(qd[s.mask(t), j]).max() for s in (slow, fast))
+        assert peak_slow == pytest.approx(0.5 * peak_fast, rel=1e-3)
+        assert peak_fast == pytest.approx(min(hyper9.velocity_limit[j], peak_fast), rel=1e-9)
+    assert_inside_limits(hyper9, exc)
+
+
+@pytest.mark.parametrize("steps", [[], [0.0, 1.0], [0.5, 1.5], "fast", [[0.5]]])
+def test_sequential_sine_bad_frequency_steps_are_named(hyper9, steps):
+    with pytest.raises(ConfigError, match="frequency_steps"):
+        excitation_from_config({"type": "sequential_sine", "frequency_steps": steps}, hyper9)
+
+
 # ---------------------------------------------------------------------- polynomial (seed 004)
 def test_quintic_polynomial_boundary_conditions_and_degree():
     q0, q1 = np.array([0.1, -0.5, 0.02]), np.array([1.0, 0.3, 0.12])

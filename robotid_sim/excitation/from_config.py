@@ -239,14 +239,14 @@ def build_fourier(cfg: dict, robot) -> Excitation:
 
 
 def build_sequential_sine(cfg: dict, robot) -> Excitation:
-    keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles", "margin")
+    keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles", "margin", "frequency_steps")
     options = _options("sequential_sine", cfg, keys)
     _check_values(
         "sequential_sine",
         cfg,
         ints={"cycles": 0, "ramp_cycles": 1},
         floats={"dwell": (0.0, False), "margin": (0.0, False)},
-        arrays=("amplitudes", "hold"),
+        arrays=("amplitudes", "hold", "frequency_steps"),
         words={"frequencies": ("auto",)},
         nullable=("amplitudes", "hold"),
     )

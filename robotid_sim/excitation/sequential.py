@@ -193,8 +193,9 @@ class SequentialSine(SequenceBacked):
         frequencies: w (n,) in rad/s.
         order: the joints excited, in order.
         dwell: rest between segments (s).
-        cycles: full-amplitude cycles per joint.
+        cycles: full-amplitude cycles per joint and frequency step.
         ramp_cycles: cycles of each ramp.
+        frequency_steps: fractions of ``frequencies`` each joint is excited at, one sine after the other.
     """
 
     hold: np.ndarray
@@ -204,6 +205,7 @@ class SequentialSine(SequenceBacked):
     dwell: float
     cycles: int
     ramp_cycles: int
+    frequency_steps: tuple[float, ...]
     type_name = "sequential_sine"
 
     def __init__(
@@ -217,6 +219,7 @@ class SequentialSine(SequenceBacked):
         cycles: int = 1,
         ramp_cycles: int = 1,
         margin: float = 0.0,
+        frequency_steps=(1.0,),
     ):
         """Build the excitation.
 
@@ -231,9 +234,14 @@ class SequentialSine(SequenceBacked):
                 joint indices; joints with zero amplitude are skipped.
             hold: pose (n,) of the held joints; default the middle of each range.
             dwell: rest at the hold pose before, between and after the segments (s).
-            cycles: full-amplitude cycles per joint.
+            cycles: full-amplitude cycles per joint and frequency step.
             ramp_cycles: cycles of each raised-cosine ramp (>= 1).
             margin: fraction of each limit kept free.
+            frequency_steps: fractions in (0, 1] of each joint's frequency: the joint runs one sine per
+                fraction, in this order, with ``dwell`` s of rest between them (seed 003 §5.1 raises the
+                frequency gradually; e.g. ``[0.5, 1.0]``). With a single frequency the inertial torque
+                −A·w²·sin(wt) is proportional to the position, so only the nonlinearity of gravity separates
+                the inertia from the gravity parameters; two frequencies separate them directly.
         """
         limits = JointLimits.of(robot_or_limits)
         n = limits.n_dof
@@ -278,6 +286,16 @@ class SequentialSine(SequenceBacked):
             raise ConfigError("sequential sine frequencies must be positive for the moving joints")
         if dwell < 0:
             raise ConfigError(f"dwell must be >= 0 s, got {dwell}")
+        try:
+            fractions = np.atleast_1d(np.asarray(frequency_steps, float))
+        except (TypeError, ValueError):
+            fractions = np.zeros(0)
+        steps = tuple(as_float_list(fractions)) if fractions.ndim == 1 else ()
+        if not steps or not all(0.0 < f <= 1.0 for f in steps):
+            raise ConfigError(
+                f"frequency_steps must be fractions in (0, 1] of each joint's frequency, e.g. [0.5, 1.0]; got "
+                f"{list(steps) if steps else frequency_steps}"
+            )
         object.__setattr__(self, "hold", hold)
         object.__setattr__(self, "amplitudes", amp)
         object.__setattr__(self, "frequencies", freq)
@@ -285,10 +303,12 @@ class SequentialSine(SequenceBacked):
         object.__setattr__(self, "dwell", float(dwell))
         object.__setattr__(self, "cycles", int(cycles))
         object.__setattr__(self, "ramp_cycles", int(ramp_cycles))
+        object.__setattr__(self, "frequency_steps", steps)
         parts: list[Excitation] = [Hold(hold, self.dwell, "dwell")]
         for j in order_idx:
-            parts.append(SingleJointSine(hold, j, amp[j], freq[j], self.cycles, self.ramp_cycles))
-            parts.append(Hold(hold, self.dwell, "dwell"))
+            for f in steps:
+                parts.append(SingleJointSine(hold, j, amp[j], f * freq[j], self.cycles, self.ramp_cycles))
+                parts.append(Hold(hold, self.dwell, "dwell"))
         object.__setattr__(self, "_sequence", Concatenation(tuple(parts)))
 
     @property
@@ -305,4 +325,5 @@ class SequentialSine(SequenceBacked):
             "dwell": self.dwell,
             "cycles": self.cycles,
             "ramp_cycles": self.ramp_cycles,
+            "frequency_steps": list(self.frequency_steps),
         }
