@@ -134,6 +134,23 @@ def test_write_report_skips_friction_and_convergence_when_absent(study, tmp_path
     ]
 
 
+def test_a_figure_that_fails_is_a_note_and_one_warning_line_not_a_traceback(study, tmp_path, monkeypatch, caplog):
+    import robotid_sim.report as report
+
+    def broken(*_):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(report, "plot_torque_errors", broken)
+    with caplog.at_level("WARNING", logger="robotid_sim.report"):
+        written = write_report(tmp_path / "run", study)
+    assert "torque_errors" not in written and "torque_comparison" in written
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert "torque_errors" in warnings[0].getMessage()
+    markdown = written["markdown"].read_text()
+    assert "figure 'torque_errors' was not drawn: ValueError: operands could not be broadcast together" in markdown
+
+
 def test_markdown_comparison_table_names_both_estimators_and_bolds_the_best_rms(study, written):
     text = written["markdown"].read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ")]

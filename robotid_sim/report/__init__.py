@@ -175,7 +175,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     positive ``"sparsity_threshold"``. A feature-library model (``sindy``, ``stepwise_sindy``) gets the active
     terms per joint of all such models (seed 000 Fig. 5 / Fig. 10), a terms × joints coefficient map, and for a
     RAI-segmented stepwise model the segmentation with its WCSS elbow (seed 000 Fig. 2). A figure that fails is
-    logged, left out, and named in the report's notes; the report is still written.
+    left out and named in the report's notes, with one warning line (its traceback logged at INFO level only,
+    ``--verbose``); the report is still written.
 
     Args:
         run_dir: the run folder (created if missing).
@@ -210,7 +211,10 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
         try:
             written[key] = draw(path)
         except Exception as error:  # a broken figure must not lose the rest of the report
-            log.warning("figure %s failed: %s", key, error, exc_info=True)
+            # one line on the terminal (the report names it too); the traceback only with --verbose
+            kind = type(error).__name__
+            log.warning("figure %s was not drawn (%s: %s); the report's notes name it", key, kind, error)
+            log.info("figure %s failed", key, exc_info=True)
             failures.append(f"figure '{key}' was not drawn: {type(error).__name__}: {error}")
     if failures:
         result = dataclasses.replace(result, notes=[*result.notes, *failures])
