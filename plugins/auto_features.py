@@ -27,7 +27,7 @@ from robotid_sim.identification.auto_features import (
     loocv_smooth,
 )
 
-ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 
 class AutoFeaturesEstimator(Estimator):
@@ -94,8 +94,7 @@ class AutoFeaturesEstimator(Estimator):
         """The :class:`LagrangianBasis` this estimator fits on an ``n_dof``-joint arm."""
         return LagrangianBasis.build(n_dof, self.features, self.order, self.friction)
 
-    def _fit(self, problem) -> LagrangianFeatureModel:
-        structure = problem.structure
+    def check_structure(self, structure) -> None:
         kinds = list(structure.joint_kinds)
         other = [(name, kind) for name, kind in zip(structure.joint_names, kinds, strict=True) if kind != "revolute"]
         if other:
@@ -103,6 +102,9 @@ class AutoFeaturesEstimator(Estimator):
                 f"auto_features: seed 002's features are for revolute arms, but joint(s) "
                 f"{', '.join(f'{n} ({k})' for n, k in other)} are not revolute; use ols or sindy for this robot"
             )
+
+    def _fit(self, problem) -> LagrangianFeatureModel:
+        structure = problem.structure
         ds = problem.dataset
         tau = np.asarray(ds.tau, float)
         if not np.all(np.isfinite(tau)):

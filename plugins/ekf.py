@@ -14,7 +14,7 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
 from robotid_sim.identification.online import history_stride, noise_std, stream_history
 
-ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 SIGNALS = ("q", "qd", "qdd")
 #: the covariance's smallest eigenvalue is computed at this many evenly spaced steps (Cholesky checks every step)
@@ -132,16 +132,19 @@ class EKFEstimator(Estimator):
         value = getattr(self, key)
         return PRESETS[self.preset][key] if value is None else value
 
-    def _initial_parameters(self, problem) -> np.ndarray:
-        b = problem.base.count
+    def _initial_parameters(self, names: list[str]) -> np.ndarray:
+        b = len(names)
         value = 0.1 if self.initial_parameters is None else self.initial_parameters
         lam = np.full(b, float(value)) if np.ndim(value) == 0 else np.asarray(value, float)
         if lam.shape != (b,) or not np.all(np.isfinite(lam)):
             raise ConfigError(
                 f"estimator 'ekf': option 'initial_parameters' must be one number or {b} (one per base parameter "
-                f"{problem.base_parameter_names}), got {self.initial_parameters!r}"
+                f"{names}), got {self.initial_parameters!r}"
             )
         return lam
+
+    def check_structure(self, structure) -> None:
+        self._initial_parameters(structure.base_parameters().names)
 
     def _fit(self, problem) -> BaseParameterModel:
         from threadpoolctl import threadpool_limits
@@ -159,7 +162,7 @@ class EKFEstimator(Estimator):
         N = t.shape[0]
         measured = list(self._setting("measurements"))
         rows = np.concatenate([np.arange(n) + n * SIGNALS.index(s) for s in SIGNALS if s in measured])
-        lam0 = self._initial_parameters(problem)
+        lam0 = self._initial_parameters(problem.base_parameter_names)
         seed = self.preset == "seed004"
         if seed:
             sigma = {k: np.full(n, math.sqrt(10.0)) for k in SIGNALS}

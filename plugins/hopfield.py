@@ -10,7 +10,7 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import BaseParameterModel, Estimator
 from robotid_sim.identification.online import ReplayOptions, problem_stream, replay
 
-ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: a final estimate above this fraction of its bound is reported as pressed against it
 BOUND_WARNING = 0.95
@@ -49,16 +49,26 @@ class HopfieldEstimator(Estimator):
         )
         c_factor: float = Field(10.0, gt=1, description="automatic c: this many times the data-scale bound")
 
+    def _given_bound(self, names: list[str]) -> np.ndarray | None:
+        """Option ``c`` as one bound per base parameter ``names``, or None when it comes from the data."""
+        if self.c is None:
+            return None
+        b = len(names)
+        c = np.broadcast_to(np.asarray(self.c, float), (b,)) if np.ndim(self.c) == 0 else np.asarray(self.c, float)
+        if c.shape != (b,) or not np.all(np.isfinite(c)) or np.any(c <= 0):
+            raise ConfigError(
+                f"estimator 'hopfield': option 'c' must be one positive number or {b} (one per base parameter "
+                f"{names}), got {self.c!r}"
+            )
+        return c.copy()
+
+    def check_structure(self, structure) -> None:
+        self._given_bound(structure.base_parameters().names)
+
     def _bound(self, problem, stream) -> np.ndarray:
-        b = stream.Y.shape[2]
-        if self.c is not None:
-            c = np.broadcast_to(np.asarray(self.c, float), (b,)) if np.ndim(self.c) == 0 else np.asarray(self.c, float)
-            if c.shape != (b,) or not np.all(np.isfinite(c)) or np.any(c <= 0):
-                raise ConfigError(
-                    f"estimator 'hopfield': option 'c' must be one positive number or {b} (one per base parameter "
-                    f"{problem.base_parameter_names}), got {self.c!r}"
-                )
-            return c.copy()
+        c = self._given_bound(problem.base_parameter_names)
+        if c is not None:
+            return c
         rms_tau = np.sqrt(np.mean(stream.tau**2, axis=0))  # (n,)
         rms_col = np.sqrt(np.mean(stream.Y**2, axis=0))  # (n, b)
         with np.errstate(divide="ignore", invalid="ignore"):

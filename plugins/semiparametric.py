@@ -21,7 +21,7 @@ from robotid_sim.identification import (
 )
 from robotid_sim.identification.metrics import robust_std
 
-ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: the validation hold-out is cut into at most this many contiguous blocks, spread evenly over the record
 VALIDATION_BLOCKS = 5
@@ -94,7 +94,7 @@ class SemiparametricEstimator(Estimator):
     per-joint target scale), ``deadband_rows_removed``.
 
     Raises:
-        ConfigError: a network too large to save (:data:`MAX_STORED_WEIGHTS`; found at fit time, when
+        ConfigError: a network too large to save (:data:`MAX_STORED_WEIGHTS`; found by ``check_structure``, when
             the joint count is known).
         IdentificationError: too few samples for the hold-out (or to train at all), a dead-band
             leaving the training or held-out samples no row in use, or a diverged training.
@@ -188,12 +188,15 @@ class SemiparametricEstimator(Estimator):
                 raise ValueError(f"each signal may be named once, {repeated} is repeated")
             return inputs
 
+    def check_structure(self, structure) -> None:
+        self._check_size(structure.n_dof)
+        self.rigid_body.build().check_structure(structure)
+
     # ------------------------------------------------------------------------------------ fit
     def _fit(self, problem: IdentificationProblem) -> ResidualModel:
         ds = problem.dataset
         q, qd, qdd, tau = (np.asarray(getattr(ds, k), float) for k in ("q", "qd", "qdd", "tau"))
         N, n = q.shape
-        self._check_size(n)
         train, validation = self._split(N)  # before the rigid-body fit: a short record fails at once
         base = self.rigid_body.build().fit(problem)
         residual = tau - np.asarray(base.predict_torque(q, qd, qdd), float)

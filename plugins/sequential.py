@@ -21,7 +21,7 @@ from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorO
 from robotid_sim.identification.metrics import condition_number
 from robotid_sim.identification.problem import RANK_DEFICIENT_CONDITION
 
-ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: label of a single-joint segment (:class:`~robotid_sim.excitation.sequential.SingleJointSine`)
 JOINT_SEGMENT = "joint"

@@ -35,7 +35,7 @@ from robotid_sim.identification.sindy import (
     stepwise_libraries,
 )
 
-ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: the steps of stepwise SINDy, by number
 STEP_NAMES = ("Step I", "Step II", "Step III")

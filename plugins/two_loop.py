@@ -13,7 +13,7 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import Estimator, History, IdentificationProblem, StandardParameterModel
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, physical_options, standard_consistency
 
-ROBOTID_SIM_PLUGIN_API = "1.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: friction laws whose coefficients are those of seed 001 Eq. 5 (fc, fv, S)
 FRICTION_LAWS = ("nonlinear", "coulomb_viscous")
@@ -101,6 +101,9 @@ class TwoLoopEstimator(Estimator):
             raise ConfigError(f"two_loop option 'alpha0' has {alpha.size} values for {n} joints: give one or {n}")
         lo, hi = self.alpha_bounds
         return np.clip(alpha, lo, hi)
+
+    def check_structure(self, structure) -> None:
+        self._start(structure)
 
     def _fit(self, problem) -> StandardParameterModel:
         alpha = self._start(problem.structure)

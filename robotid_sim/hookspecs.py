@@ -53,7 +53,7 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 #: version of the plugin API defined here, ``"MAJOR.MINOR"``: MAJOR changes break plugins, MINOR ones only add
-PLUGIN_API_VERSION = "1.0"
+PLUGIN_API_VERSION = "1.1"
 #: module attribute in which a plugin declares the plugin-API version it targets (``"1"`` or ``"1.0"``)
 PLUGIN_API_ATTRIBUTE = "ROBOTID_SIM_PLUGIN_API"
 

@@ -233,13 +233,14 @@ def test_plugin_names_are_derived_from_the_name():
         (" 1.0 ", True),
         ("2.0", False),
         ("0.9", False),
-        ("1.1", False),  # newer minor than the host's 1.0: it may use what 1.1 added
+        ("1.1", True),
+        ("1.2", False),  # newer minor than the host's 1.1: it may use what 1.2 added
         ("one", False),
         (1.0, False),
     ],
 )
 def test_plugin_api_compatibility_is_same_major_and_no_newer_minor(declared, compatible):
-    assert PLUGIN_API_VERSION == "1.0"
+    assert PLUGIN_API_VERSION == "1.1"
     assert (plugin_api_problem(declared) is None) is compatible
 
 

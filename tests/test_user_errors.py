@@ -99,6 +99,10 @@ def work(tmp_path_factory) -> Path:
     (root / "afile").write_text("a file, not a folder\n")
     (root / "taken.npz").write_bytes(b"already here")
     (root / "taken.json").write_text("{}\n")
+    (root / "hopfield_c.yaml").write_text(
+        "name: wrong_c\nrobot: planar3r\nsimulation: {duration: 1.0, rate_hz: 100}\n"
+        "estimators:\n  - {name: hopfield, options: {c: [1.0, 2.0]}}\n"
+    )
     run = root / "run_bad"
     run.mkdir()
     (run / "metrics.json").write_text('[{"estimator": "ols", ')
@@ -209,6 +213,8 @@ CLI_CASES = [
     ("model_out_exists", [*IDENT, "--data", "three_axis.npz", "--out", "taken.json"], r"'taken.json' already exists"),
     ("model_out_suffix", [*IDENT, "--data", "three_axis.npz", "--out", "m.npz"], r"--out 'm.npz' has '.npz'"),
     ("model_out_no_folder", [*IDENT, "--data", "three_axis.npz", "--out", "no/m.json"], r"folder 'no' does not exist"),
+    # an option of the wrong length for the robot: refused before the simulation (Estimator.check_structure)
+    ("estimator_option_length", ["run", "hopfield_c.yaml"], r"hopfield': option 'c' must be one positive number or 18"),
     ("report_missing_folder", ["report", "no_run"], r"'no_run' does not exist; give a run folder"),
     ("report_on_a_file", ["report", "afile"], r"'afile' is a file, not a run folder"),
     # a damaged metrics.json in a complete run folder: test_run_safety.py
@@ -273,6 +279,55 @@ def test_verbose_turns_pybullet_output_on(monkeypatch):
     assert cli.main(["--verbose", "plugins"]) == 0
     assert cli.main(["plugins", "-v"]) == 0
     assert calls == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("robot", "estimator", "pattern"),
+    [
+        ("planar3r", {"name": "hopfield", "options": {"c": [1.0, 2.0]}}, r"'hopfield': option 'c' .* or 18"),
+        ("planar3r", {"name": "ekf", "options": {"initial_parameters": [0.1] * 3}}, r"'initial_parameters' .* or 18"),
+        ("planar3r", {"name": "two_loop", "options": {"alpha0": [1.0, 1.0]}}, r"'alpha0' has 2 values for 3 joints"),
+        (
+            "planar3r",
+            {"name": "semiparametric", "options": {"rigid_body": {"name": "two_loop", "options": {"alpha0": [1, 1]}}}},
+            r"'alpha0' has 2 values for 3 joints",
+        ),
+        (
+            "hyper9",
+            {"name": "semiparametric", "options": {"hidden": [4096, 4096], "per_joint": True}},
+            r"stored weights",
+        ),
+        ("prrrp", {"name": "auto_features"}, r"joint\(s\) .*prismatic.* are not revolute"),
+    ],
+    ids=[
+        "hopfield_c",
+        "ekf_initial_parameters",
+        "two_loop_alpha0",
+        "semiparametric_rigid_body",
+        "network",
+        "prismatic",
+    ],
+)
+def test_options_that_do_not_fit_the_robot_are_refused_before_anything_is_simulated(
+    robot, estimator, pattern, monkeypatch
+):
+    from robotid_sim.scenario import runner
+    from robotid_sim.scenario.schema import Scenario
+
+    def never(*_, **__):
+        raise AssertionError("simulated before the options were checked")
+
+    monkeypatch.setattr(runner, "simulate", never)
+    scenario = Scenario.model_validate(
+        {
+            "name": "wrong_options",
+            "robot": robot,
+            "simulation": {"duration": 1.0, "rate_hz": 100},
+            "estimators": [estimator],
+        }
+    )
+    with pytest.raises(ConfigError, match=pattern):
+        runner.prepare_run(scenario)
 
 
 def test_an_explicit_empty_mapping_means_no_noise(work, tmp_path):

@@ -133,8 +133,9 @@ class Estimator:
     def fit(self, problem: IdentificationProblem) -> IdentifiedModel:
         """Identify a model from ``problem``.
 
-        Validates the options, times ``_fit``, and stamps the model with this estimator's
-        name, options, ``diagnostics['fit_time_s']`` and ``diagnostics['deadband_rows_removed']``.
+        Validates the options (also against the robot: :meth:`check_structure`), times ``_fit``, and stamps
+        the model with this estimator's name, options, ``diagnostics['fit_time_s']`` and
+        ``diagnostics['deadband_rows_removed']``.
         """
         if not isinstance(problem, IdentificationProblem):
             raise IdentificationError(
@@ -142,6 +143,7 @@ class Estimator:
             )
         params = self.get_params()
         type(self).from_options(**params)  # validate options set after construction too
+        self.check_structure(problem.structure)
         t0 = time.perf_counter()
         model = self._fit(problem)
         elapsed = time.perf_counter() - t0
@@ -154,6 +156,17 @@ class Estimator:
         model.diagnostics.setdefault("fit_time_s", elapsed)
         model.diagnostics.setdefault("deadband_rows_removed", list(problem.deadband_rows_removed))
         return model
+
+    def check_structure(self, structure) -> None:
+        """Refuse options that do not fit the robot, before any data exists (plugin API 1.1).
+
+        Called by a scenario run while it prepares, before anything is simulated or read, with the structure
+        the estimators will be given (the robot's, with the scenario's friction law), and by :meth:`fit`.
+        Override it for options whose valid values depend on the robot: a value per joint or per base
+        parameter (``structure.n_dof``, ``structure.base_parameters().names``), joint kinds, the friction law.
+        Raise one :class:`~robotid_sim.errors.ConfigError` naming the estimator and the option. The default
+        accepts every robot.
+        """
 
     def _fit(self, problem: IdentificationProblem) -> IdentifiedModel:  # pragma: no cover - abstract
         raise NotImplementedError(f"estimator '{self.name}' does not implement _fit(problem)")

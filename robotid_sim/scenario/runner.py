@@ -456,9 +456,9 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
 
     Raises:
         ConfigError (or another :class:`~robotid_sim.errors.RobotIdError`): the first problem found, in this
-            order: robot, estimators and their options, the names of ``report.parameter_labels`` (base parameters
-            of the robot), data files or excitations and noise chain,
-            preprocessing, resource budget (memory, time), excitation limits.
+            order: robot, estimators and their options (also against the robot: ``Estimator.check_structure``),
+            the names of ``report.parameter_labels`` (base parameters of the robot), data files or excitations
+            and noise chain, preprocessing, resource budget (memory, time), excitation limits.
     """
     base_dir = Path.cwd() if base_dir is None else Path(base_dir)
     robot = load_robot(
@@ -466,6 +466,8 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     )
     estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
     structure = _model_structure(robot, sc.identification.friction_model)
+    for _, estimator in estimators:
+        estimator.check_structure(structure)
     base = structure.base_parameters()
     _check_parameter_labels(sc.report.parameter_labels, base.names, robot.name)
     n_base = base.count
