@@ -8,6 +8,7 @@ import scipy.io
 
 import robotid_sim as rid
 from robotid_sim.errors import ConfigError, DataError
+from robotid_sim.identification import IdentificationProblem
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.logs import (
     STACK_GAP_PERIODS,
@@ -268,14 +269,44 @@ def test_per_experiment_updates_the_ranges_when_the_length_changes(planar_a, pla
 def test_experiments_metadata_is_checked(planar_a):
     assert experiments(planar_a) == [("all", slice(0, planar_a.n_samples))]
     stacked = stack_experiments([planar_a, planar_a], names=["a", "b"])
-    with pytest.raises(DataError, match=r"covers samples 0:800 but the dataset has 100 \(was it sliced"):
-        experiments(stacked.slice(0, 100))
+    cut = Dataset(*(getattr(stacked, k)[:100] for k in ("t", "q", "qd", "qdd", "tau")), metadata=stacked.metadata)
+    with pytest.raises(DataError, match=r"covers samples 0:800 but the dataset has 100 \(its arrays were cut"):
+        experiments(cut)
     bad = Dataset(
         *(getattr(planar_a, s) for s in ("t", "q", "qd", "qdd", "tau")),
         metadata={"experiments": [{"name": "../x", "start": 0, "stop": 400}]},
     )
     with pytest.raises(DataError, match="experiment name '../x'"):
         experiments(bad)
+
+
+def test_a_slice_or_subset_of_stacked_recordings_keeps_its_experiments(planar_a, planar_b, robots):
+    """Regression: Dataset.slice copied metadata['experiments'] unchanged, so a slice of stacked recordings could not
+    be identified ("covers samples 0:700 but the dataset has 80")."""
+    stacked = stack_experiments([planar_a, planar_b], names=["a", "b"])
+    n_a = planar_a.n_samples
+    across = stacked.slice(n_a - 50, n_a + 30)
+    assert experiments(across) == [("a", slice(0, 50)), ("b", slice(50, 80))]
+    assert across.metadata["experiments"][1]["t_shift"] == stacked.metadata["experiments"][1]["t_shift"]
+    assert [name for name, _ in IdentificationProblem(robots["planar3r"], across).experiments] == ["a", "b"]
+    assert experiments(stacked.slice(n_a + 10, None)) == [("b", slice(0, stacked.n_samples - n_a - 10))]
+    every_other = stacked.subset(np.arange(0, stacked.n_samples, 2))
+    assert experiments(every_other) == [
+        ("a", slice(0, (n_a + 1) // 2)),
+        ("b", slice((n_a + 1) // 2, every_other.n_samples)),
+    ]
+
+
+def test_a_slice_keeps_only_the_segments_it_overlaps_clipped_to_its_span(robots):
+    ds = rid.simulate(robots["planar3r"], {"type": "sequential_sine", "amplitudes": 0.3, "dwell": 0.2}, rate_hz=100)
+    joints = [s for s in ds.metadata["segments"] if s["label"] == "joint"]
+    middle = joints[1]["start"] + 0.5 * (joints[1]["end"] - joints[1]["start"])
+    head = ds.subset(ds.t < middle)
+    kept = [s for s in head.metadata["segments"] if s["label"] == "joint"]
+    assert [s["joint"] for s in kept] == [joints[0]["joint"], joints[1]["joint"]]
+    assert kept[1]["end"] == pytest.approx(head.t[-1] + head.dt)
+    assert all(s["end"] <= head.t[-1] + head.dt + 1e-12 for s in head.metadata["segments"])
+    assert ds.slice().metadata == ds.metadata
 
 
 def test_stacking_recordings_of_other_joints_or_robots_is_refused(planar_a):

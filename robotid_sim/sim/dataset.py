@@ -273,15 +273,58 @@ class Dataset:
             self.tau[index],
             truth=truth,
             joint_names=list(self.joint_names),
-            metadata=self.metadata,
+            metadata=self._metadata_of(index),
         )
 
+    def _metadata_of(self, index) -> dict[str, Any]:
+        """The metadata of the samples ``index``: ``experiments`` (sample ranges) counted again over the kept
+        samples, an experiment left with none dropped; ``segments`` (time ranges) clipped to the kept time span,
+        one outside it dropped; everything else copied. A malformed ``experiments`` is copied as it is (the
+        identification problem names it)."""
+        keep = np.zeros(self.n_samples, bool)
+        keep[index] = True
+        metadata = dict(self.metadata)
+        if keep.all():
+            return metadata
+        stored = metadata.get("experiments")
+        if stored is not None:
+            from robotid_sim.sim.logs import experiments  # logs imports this module
+
+            try:
+                experiments(self)  # checks the entries cover the samples in order
+            except DataError:
+                pass
+            else:
+                before = np.concatenate([[0], np.cumsum(keep)])  # kept samples before each index
+                metadata["experiments"] = [
+                    {**entry, "start": int(before[entry["start"]]), "stop": int(before[entry["stop"]])}
+                    for entry in stored
+                    if before[entry["stop"]] > before[entry["start"]]
+                ]
+        segments = metadata.get("segments")
+        if isinstance(segments, list) and all(isinstance(seg, Mapping) for seg in segments):
+            kept_t = self.t[keep]
+            lo, hi = float(kept_t[0]), float(kept_t[-1]) + self.dt
+            clipped = []
+            for seg in segments:
+                try:
+                    start, end = max(float(seg["start"]), lo), min(float(seg["end"]), hi)
+                except (KeyError, TypeError, ValueError):
+                    clipped.append(seg)  # malformed: left for the problem to name
+                    continue
+                if end > start:
+                    clipped.append({**seg, "start": start, "end": end})
+            metadata["segments"] = clipped
+        return metadata
+
     def slice(self, start: int | None = None, stop: int | None = None) -> Dataset:
-        """Samples ``start:stop`` (Python slice semantics) as a new dataset, metadata copied."""
+        """Samples ``start:stop`` (Python slice semantics) as a new dataset; its metadata's experiment ranges and
+        segments follow the samples kept (:meth:`_metadata_of`)."""
         return self._take(slice(start, stop))
 
     def subset(self, mask) -> Dataset:
-        """Samples selected by a boolean mask (N,) or increasing integer indices, as a new dataset.
+        """Samples selected by a boolean mask (N,) or increasing integer indices, as a new dataset (metadata as
+        :meth:`slice`).
 
         Raises:
             DataError: a mask of the wrong length or dtype, or indices that are not increasing.

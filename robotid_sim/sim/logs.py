@@ -944,8 +944,8 @@ def _entries(ds: Dataset) -> list[dict[str, Any]] | None:
         expected = stop
     if expected != ds.n_samples:
         raise DataError(
-            f"metadata['experiments'] covers samples 0:{expected} but the dataset has {ds.n_samples} (was it sliced? "
-            f"Dataset.slice keeps the metadata); {fix}"
+            f"metadata['experiments'] covers samples 0:{expected} but the dataset has {ds.n_samples} (its arrays were "
+            f"cut without the metadata: Dataset.slice and subset keep the two in step); {fix}"
         )
     return [dict(entry) for entry in stored]
 
