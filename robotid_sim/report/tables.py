@@ -312,7 +312,8 @@ def _rms_text(value: float) -> str:
 def sensitivity_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     """The ±50 % sensitivity table (seed 004 Table 6): one row per identified parameter, in the model's order.
 
-    Columns: name (and label), nominal value, the values at ×0.5 and ×1.5 (the seed's minimum and maximum),
+    Columns: name (and label), nominal value, the values at ×0.5 and ×1.5 (the seed's "minimum" and "maximum",
+    named by their factor here: for a negative nominal value ×1.5 is the smaller),
     the trajectory RMS over all joints of the model with that parameter scaled by 0.5 and by 1.5 against the
     nominal model's trajectory (``inf (diverged)`` where the scaled model's simulation diverged), the largest
     RMS over every factor studied with its factor, and the parameter's rank by that largest RMS (1: most
@@ -326,8 +327,8 @@ def sensitivity_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
     """
     headers = _name_headers(result) + [
         "nominal",
-        "min (×0.5)",
-        "max (×1.5)",
+        "value at ×0.5",
+        "value at ×1.5",
         "RMS at ×0.5",
         "RMS at ×1.5",
         "largest RMS",
