@@ -168,6 +168,17 @@ class _State:
 _state: _State | None = None
 
 
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager that checks the plugin-API version at every ``register``: one made by the entry-point
+    loader and one made directly (``get_plugin_manager().register(MyPlugin(), name="mine")``) alike."""
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        problem = hookspecs.plugin_api_problem(getattr(plugin, hookspecs.PLUGIN_API_ATTRIBUTE, None))
+        if problem is not None:  # never registered: none of its hooks is called
+            raise PluginError(f"plugin '{name or _describe(plugin)}' cannot be loaded: {problem}")
+        return super().register(plugin, name)
+
+
 # --------------------------------------------------------------------------------- manager
 def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager, created and loaded on first use.
@@ -191,7 +202,7 @@ def reset_plugin_manager() -> None:
 def _get_state() -> _State:
     global _state
     if _state is None:
-        pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        pm = _PluginManager(hookspecs.PROJECT_NAME)
         pm.add_hookspecs(hookspecs)
         state = _State(pm)
         _state = state  # set before loading so a plugin importing robotid_sim.plugins sees it
@@ -345,16 +356,12 @@ def _register(state: _State, load: Callable[[], Any], origin: PluginInfo) -> Non
         fail(_error_text(exc))
         return
     origin = _with(origin, api_version=_declared_api_version(plugin), path=getattr(plugin, "__file__", None))
-    problem = hookspecs.plugin_api_problem(getattr(plugin, hookspecs.PLUGIN_API_ATTRIBUTE, None))
-    if problem is not None:  # never registered: none of its hooks is called
-        fail(f"PluginError: plugin '{origin.name}' cannot be loaded: {problem}")
-        return
     if pm.is_registered(plugin):
         fail(f"PluginError: {_describe(plugin)} is already registered as plugin '{pm.get_name(plugin)}'")
         return
     try:
         pm.register(plugin, name=origin.name)
-    except Exception as exc:  # pluggy.PluginValidationError: a hookimpl with unknown arguments
+    except Exception as exc:  # a plugin-API version not provided; pluggy.PluginValidationError: unknown arguments
         fail(_error_text(exc))
         return
     state.origins[origin.name] = _with(

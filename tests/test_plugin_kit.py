@@ -244,6 +244,33 @@ def test_plugin_api_compatibility_is_same_major_and_no_newer_minor(declared, com
     assert (plugin_api_problem(declared) is None) is compatible
 
 
+def test_a_plugin_registered_directly_is_version_checked_too():
+    """Regression: get_plugin_manager().register(...) skipped the plugin-API check the entry-point loader makes."""
+    from robotid_sim_plugins.ols import OLSEstimator
+
+    from robotid_sim.hookspecs import hookimpl
+    from robotid_sim.plugins import estimators, get_plugin_manager
+
+    class Future:
+        ROBOTID_SIM_PLUGIN_API = "2.0"
+
+        @hookimpl
+        def register_estimators(self, register):
+            register("from_the_future", OLSEstimator)
+
+    class Current(Future):
+        ROBOTID_SIM_PLUGIN_API = PLUGIN_API_VERSION
+
+    pm = get_plugin_manager()
+    with pytest.raises(
+        PluginError, match=r"plugin 'future' cannot be loaded: it is written for robotid_sim plugin API 2.0"
+    ):
+        pm.register(Future(), name="future")
+    assert not pm.has_plugin("future") and "from_the_future" not in estimators()
+    pm.register(Current(), name="current")
+    assert "from_the_future" in estimators()
+
+
 def test_older_minor_version_is_compatible_with_a_newer_host():
     assert plugin_api_problem("1.0", provided="1.3") is None
     assert "provides only plugin API 1.3" in plugin_api_problem("1.4", provided="1.3")
