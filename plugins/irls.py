@@ -29,6 +29,14 @@ ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written 
 STOP_SETTLED = "the rejected set did not change"
 STOP_CYCLE = "the rejected set repeated an earlier one (a cycle)"
 STOP_LIMIT = "max_iterations reached"
+#: default ``sigma_floor``: a joint's residual standard deviation is taken as at least this fraction of the RMS of its
+#: measured torque (rows in use), in its outlier limit and in its Gautier weight. No torque measurement resolves its
+#: signal to 1e-4; a residual below that is round-off, solver tolerance or the model error of exact (simulated) data,
+#: whose MAD would otherwise make every row an "outlier" and the joint's weight 1/Λ_j unbounded.
+SIGMA_FLOOR = 1e-4
+#: default ``max_rejected_fraction``: when the outlier rule would reject more than this fraction of a joint's rows in
+#: use, the rejected rows are the model's error, not outliers: that joint's rejection stops (all its rows kept).
+MAX_REJECTED_FRACTION = 0.25
 
 
 class IRLSEstimator(Estimator):
@@ -40,10 +48,27 @@ class IRLSEstimator(Estimator):
     solve subtracts only the rejected rows (:meth:`IdentificationProblem.least_squares`). The loop stops
     when the rejected set does not change, or repeats an earlier set (it would cycle).
 
+    The outlier rule presumes that a joint's residual is measurement noise plus a few outliers. It
+    is kept from rejecting model error, which on exact or nearly exact (simulated) data is all the
+    residual there is, in two ways:
+
+    - ``sigma_floor``: the robust σ of joint j in its k_sigma limit (and the σ² of its Gautier
+      variance Λ_j, with ``threshold`` too) is at least ``sigma_floor`` × the RMS of its measured
+      torque on the rows in use (default :data:`SIGMA_FLOOR`, 1e-4). Without
+      it, a joint that the model fits to round-off gets a limit of ~1e-12 N·m, rejects rows that
+      are only round-off, and a weight 1/Λ_j so large that the other joints stop counting in the
+      solve (which then misfits them, and rejects their rows in turn).
+    - ``max_rejected_fraction``: when the rule would reject more than this fraction of a joint's
+      rows in use (default :data:`MAX_REJECTED_FRACTION`, 0.25; a few % is what noise with
+      outliers gives), the "outliers" are the model's error: rejection stops on that joint for the
+      rest of the loop and all its rows are kept. ``rejection_stopped_per_joint`` says which.
+
     Diagnostics: ``iterations``, ``converged``, ``stop_reason``, ``rejected_per_joint`` (rows of
     each joint rejected), ``rejected_fraction_per_joint`` (of that joint's rows in use),
     ``rejected_fraction``, ``rejection_limit_per_joint`` (the last residual limits, N·m or N),
-    ``deadband_rows_removed``, and ``outliers_rejected`` / ``outlier_fraction`` (totals).
+    ``rejection_stopped_per_joint`` (where ``max_rejected_fraction`` stopped the rejection),
+    ``sigma_floor_per_joint`` (N·m or N), ``deadband_rows_removed``, and ``outliers_rejected`` /
+    ``outlier_fraction`` (totals).
 
     With ``physical``, every solve is the LMI least squares of ``lmi_wls`` (seed 001 Eq. 30: the
     inner loop of its two-loop method), the result a full physically consistent standard parameter
@@ -62,6 +87,20 @@ class IRLSEstimator(Estimator):
             "standard deviations per joint, which adapts to each joint's noise level",
         )
         k_sigma: float = Field(3.0, gt=0, description="multiple of the per-joint robust residual std (1.4826·MAD)")
+        sigma_floor: float = Field(
+            SIGMA_FLOOR,
+            ge=0,
+            description="the per-joint residual std (in the k_sigma limit and the Gautier weight) is at least this "
+            "fraction of the RMS of the joint's measured torque: a residual below it is round-off or the model error "
+            "of exact data, not noise",
+        )
+        max_rejected_fraction: float = Field(
+            MAX_REJECTED_FRACTION,
+            gt=0,
+            le=1,
+            description="a joint whose rows the rule would reject beyond this fraction keeps all its rows from then on "
+            "(the 'outliers' are the model's error); 1: no limit",
+        )
         max_iterations: int = Field(50, ge=1, description="inner-loop limit")
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
         physical: PhysicalOptions | None = Field(
@@ -78,14 +117,16 @@ class IRLSEstimator(Estimator):
                 return {} if value else None
             return value
 
-    def _limits(self, residual: np.ndarray, keep: np.ndarray, rows_of: list[np.ndarray]) -> np.ndarray:
+    def _limits(
+        self, residual: np.ndarray, keep: np.ndarray, rows_of: list[np.ndarray], floor: np.ndarray
+    ) -> np.ndarray:
         n = len(rows_of)
         if self.threshold is not None:
             return np.full(n, float(self.threshold))
         limits = np.empty(n)
         for j, rows in enumerate(rows_of):
             rj = residual[rows[keep[rows]]]
-            limits[j] = self.k_sigma * robust_std(rj) if rj.size else np.inf
+            limits[j] = self.k_sigma * max(robust_std(rj), floor[j]) if rj.size else np.inf
         return np.maximum(limits, 1e-12)
 
     def iterate(self, problem, constrained: PhysicalLeastSquares | None = None) -> IRLSResult:
@@ -103,6 +144,11 @@ class IRLSEstimator(Estimator):
             return fit
 
         b = problem.base.count
+        tau = problem.torque_vector()
+        scale = np.array([np.sqrt(np.mean(tau[rows] ** 2)) if rows.size else 0.0 for rows in rows_of])
+        floor = self.sigma_floor * scale  # the least residual std of each joint (N·m or N)
+        in_use = np.array([rows.size for rows in rows_of])
+        stopped = np.zeros(n, dtype=bool)  # joints whose rejection max_rejected_fraction stopped
         weights = np.ones(n)
         fit = solve(weights)  # Eq. 25: residual of the first LS
         keep = np.ones(problem.n_rows, dtype=bool)
@@ -114,8 +160,11 @@ class IRLSEstimator(Estimator):
         while iterations < self.max_iterations:
             iterations += 1
             variance = per_joint_variance(fit.residual, None, n, keep, row_joint=joint, n_params=n_params)
-            limits = self._limits(fit.residual, keep, rows_of)
+            variance = np.maximum(variance, floor**2)
+            limits = self._limits(fit.residual, keep, rows_of, floor)
             new_keep = np.abs(fit.residual) < limits[joint]  # Eq. 28
+            stopped |= np.bincount(joint[~new_keep], minlength=n) > self.max_rejected_fraction * in_use
+            new_keep |= stopped[joint]
             if new_keep.sum() <= b:
                 raise IdentificationError(
                     "irls rejected almost every sample as an outlier; raise 'threshold' or 'k_sigma'"
@@ -134,7 +183,7 @@ class IRLSEstimator(Estimator):
                 break
             seen.add(digest)
             n_params = solver.n_params(keep, per_joint=True)
-        return IRLSResult(fit, theta, weights, keep, np.array(history), iterations, stop_reason, limits)
+        return IRLSResult(fit, theta, weights, keep, np.array(history), iterations, stop_reason, limits, stopped, floor)
 
     def _fit(self, problem) -> BaseParameterModel | StandardParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
@@ -169,6 +218,8 @@ class IRLSEstimator(Estimator):
                 "rejected_fraction_per_joint": [float(x) for x in rejected / in_use],
                 "rejected_fraction": float(np.mean(~keep)),
                 "rejection_limit_per_joint": [float(x) if np.isfinite(x) else None for x in result.limits],
+                "rejection_stopped_per_joint": [bool(x) for x in result.stopped],
+                "sigma_floor_per_joint": [float(x) for x in result.floor],
                 "outliers_rejected": int(np.count_nonzero(~keep)),
                 "outlier_fraction": float(np.mean(~keep)),
                 **problem.diagnostics(),
@@ -187,6 +238,8 @@ class IRLSResult:
         keep: (rows in use,) the rows not rejected as outliers.
         history: (iterations + 1, b) base values after each solve.
         iterations, stop_reason: how the loop ended; limits: (n,) the last residual limits.
+        stopped: (n,) joints whose rejection ``max_rejected_fraction`` stopped (all their rows kept).
+        floor: (n,) the floor of each joint's residual std, ``sigma_floor`` × RMS of its torque.
     """
 
     fit: LeastSquaresFit
@@ -197,6 +250,8 @@ class IRLSResult:
     iterations: int
     stop_reason: str
     limits: np.ndarray
+    stopped: np.ndarray
+    floor: np.ndarray
 
 
 def _digest(keep: np.ndarray) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import Field, field_validator
-from robotid_sim_plugins.irls import IRLSEstimator
+from robotid_sim_plugins.irls import MAX_REJECTED_FRACTION, SIGMA_FLOOR, IRLSEstimator
 
 from robotid_sim.dynamics.friction import smooth_sign
 from robotid_sim.errors import ConfigError, IdentificationError
@@ -45,7 +45,13 @@ class TwoLoopEstimator(Estimator):
     Diagnostics: ``alpha`` (final), ``alpha_history`` (outer iterations × n), ``outer_iterations``,
     ``converged``, ``stop_reason``, ``inner_iterations`` (per outer iteration), ``friction_fit`` (per joint
     the outer fit's fc, fv, S, α and RMS of the friction residual, N·m), ``outliers_rejected``,
-    ``outlier_fraction``, ``consistent``, ``link_min_eigenvalue``, ``solver_status``.
+    ``outlier_fraction``, ``rejection_stopped_per_joint`` (the last inner loop's), ``consistent``,
+    ``link_min_eigenvalue``, ``solver_status``.
+
+    On exact or nearly exact data (a simulation without noise) the residual of the inner loop is the model
+    error of the current α, not noise: the inner loop's ``sigma_floor`` and ``max_rejected_fraction`` (see
+    ``irls``) keep it from rejecting that error as outliers, which would remove most rows of a joint and
+    push α to its bound.
     """
 
     name = "two_loop"
@@ -62,6 +68,19 @@ class TwoLoopEstimator(Estimator):
             None, gt=0, description="inner loop: absolute outlier threshold in N·m (seed: 8); None: k_sigma"
         )
         k_sigma: float = Field(3.0, gt=0, description="inner loop: multiple of the per-joint robust residual std")
+        sigma_floor: float = Field(
+            SIGMA_FLOOR,
+            ge=0,
+            description="inner loop: the per-joint residual std is at least this fraction of the RMS of the joint's "
+            "torque (irls 'sigma_floor')",
+        )
+        max_rejected_fraction: float = Field(
+            MAX_REJECTED_FRACTION,
+            gt=0,
+            le=1,
+            description="inner loop: a joint whose rows would be rejected beyond this fraction keeps them all "
+            "(irls 'max_rejected_fraction')",
+        )
         max_inner: int = Field(50, ge=1, description="inner-loop limit per outer iteration")
         min_speed: float = Field(
             0.0,
@@ -110,7 +129,12 @@ class TwoLoopEstimator(Estimator):
         n = problem.n_dof
         smoothing = float(problem.structure.friction_law.get("sign_smoothing", 0.0))
         inner = IRLSEstimator(
-            threshold=self.threshold, k_sigma=self.k_sigma, max_iterations=self.max_inner, check_excitation=False
+            threshold=self.threshold,
+            k_sigma=self.k_sigma,
+            sigma_floor=self.sigma_floor,
+            max_rejected_fraction=self.max_rejected_fraction,
+            max_iterations=self.max_inner,
+            check_excitation=False,
         )
         physical, program = physical_options(self), None
         ds = problem.dataset
@@ -165,6 +189,7 @@ class TwoLoopEstimator(Estimator):
                 "friction_fit": fits,
                 "outliers_rejected": int(np.count_nonzero(~keep)),
                 "outlier_fraction": float(np.mean(~keep)),
+                "rejection_stopped_per_joint": [bool(x) for x in result.stopped],
                 "consistent": check.consistent,
                 "link_min_eigenvalue": check.link_min_eigenvalue.tolist(),
                 "solver_status": program.status,

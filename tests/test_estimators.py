@@ -91,6 +91,44 @@ def test_irls_with_the_seed_threshold_of_8_nm(robots):
     assert np.linalg.norm(model.values - truth) / np.linalg.norm(truth) < 1e-2
 
 
+@pytest.mark.parametrize("physical", [False, True])
+def test_irls_on_exact_data_rejects_nothing(robots, clean_datasets, physical):
+    """Noise-free hyper9 with the model of its friction law above its Stribeck regime (a 0.03 rad/s dead-band): the
+    residual is round-off and a 1e-4 N·m Stribeck tail. The old rule (no sigma_floor, no max_rejected_fraction)
+    took it for noise and rejected 2482 rows in 45 iterations; every row is kept now, after one iteration."""
+    from robotid_sim_plugins.irls import IRLSEstimator
+
+    robot = robots["hyper9"]
+    law = {"model": "nonlinear", "alpha": list(robot.friction.alpha)}
+    problem = rid.IdentificationProblem(
+        robot.structure().with_friction_law(law), clean_datasets["hyper9"], velocity_deadband=0.03
+    )
+    model = IRLSEstimator(physical=physical).fit(problem)
+    d = model.diagnostics
+    assert d["outliers_rejected"] == 0 and d["iterations"] == 1 and d["converged"], d["rejected_per_joint"]
+    assert not any(d["rejection_stopped_per_joint"])
+    if not physical:
+        old = IRLSEstimator(sigma_floor=0, max_rejected_fraction=1).fit(problem).diagnostics
+        assert old["outliers_rejected"] > 1000  # the defect, for the record
+
+
+def test_irls_stops_rejecting_a_joint_whose_outliers_are_the_model(robots, clean_datasets):
+    """Noise-free hyper9 fitted with the linear friction law (its α are 0.6-1.4, and a Stribeck regime): the
+    residual is model error. With max_rejected_fraction 0.1 no joint loses more than 10 % of its rows; the joints
+    where the rule would have rejected more keep all theirs, and the diagnostics name them."""
+    from robotid_sim_plugins.irls import IRLSEstimator
+
+    robot = robots["hyper9"]
+    structure = robot.structure().with_friction_law({"model": "coulomb_viscous"})
+    model = IRLSEstimator(max_rejected_fraction=0.1).fit(rid.IdentificationProblem(structure, clean_datasets["hyper9"]))
+    d = model.diagnostics
+    fraction, stopped = np.array(d["rejected_fraction_per_joint"]), np.array(d["rejection_stopped_per_joint"])
+    assert np.all(fraction <= 0.1) and stopped.any(), (fraction, stopped)
+    assert np.all(fraction[stopped] == 0)
+    with pytest.raises(rid.ConfigError, match="max_rejected_fraction"):
+        IRLSEstimator(max_rejected_fraction=0)
+
+
 def test_wls_covariance_gives_parameter_std(robots, clean_datasets):
     robot = robots["prrrp"]
     ds = rid.simulate(robot, "default", noise={"tau": {"std": 0.1}}, seed=4)
