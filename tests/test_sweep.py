@@ -116,17 +116,17 @@ def test_result_files_are_named_by_task_hashes_only(tmp_path):
 
 
 def test_a_failing_estimator_is_recorded_with_its_error_and_the_sweep_goes_on(tmp_path):
-    # auto_features refuses prismatic joints when it fits; ols on the same data succeeds
+    # sequential refuses data without single-joint segments when it fits; ols on the same data succeeds
     sweep = {**TINY, "robots": ["prrrp"], "excitations": {"default": "default"}, "repetitions": 1}
-    sweep["estimators"] = ["auto_features", "ols"]
+    sweep["estimators"] = ["sequential", "ols"]
     sweep["validation"] = {"trajectory_horizon": 0}
     outcome = run_sweep(sweep, tmp_path, workers=1)
     rows = {r["estimator"]: r for r in read_table(outcome.tables["results"])}
-    assert rows["auto_features"]["status"] == "failed" and "prismatic" in rows["auto_features"]["error"]
+    assert rows["sequential"]["status"] == "failed" and "sequential_sine" in rows["sequential"]["error"]
     assert rows["ols"]["status"] == "ok" and float(rows["ols"]["param_error"]) < 0.2
     assert outcome.failed == 1
     summary = {s["estimator"]: s for s in read_table(outcome.tables["summary"])}
-    assert summary["auto_features"]["failures"] == "1"
+    assert summary["sequential"]["failures"] == "1"
 
 
 @pytest.mark.parametrize(
@@ -137,6 +137,7 @@ def test_a_failing_estimator_is_recorded_with_its_error_and_the_sweep_goes_on(tm
         ({"noise": {"../escape": {"tau": {"std": 0.1}}}}, "noise preset label"),
         ({"repetitions": 0}, "repetitions"),
         ({"colour": "red"}, "unknown field 'colour'"),
+        ({"robots": ["prrrp"], "estimators": ["auto_features"]}, "are not revolute"),  # before any simulation
         ({"noise": {"bad": {"tau": {"std": -1}}}}, "std"),
     ],
 )
