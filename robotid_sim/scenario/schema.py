@@ -32,6 +32,16 @@ def repeated(names: list[str]) -> list[str]:
     return sorted({name for name in names if folded.count(name.casefold()) > 1})
 
 
+def check_unique_labels(estimators) -> None:
+    """Refuse (ValueError) estimators whose labels repeat, compared without case: their model files must not
+    collide on case-insensitive file systems."""
+    dupes = repeated([e.display for e in estimators])
+    if dupes:
+        raise ValueError(
+            f"estimators appear twice: {dupes} (labels are compared without case); give each a distinct 'label'"
+        )
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -346,12 +356,7 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _unique_labels(self):
-        # compared without case: their model files must not collide on case-insensitive file systems
-        dupes = repeated([e.display for e in self.estimators])
-        if dupes:
-            raise ValueError(
-                f"estimators appear twice: {dupes} (labels are compared without case); give each a distinct 'label'"
-            )
+        check_unique_labels(self.estimators)
         return self
 
     @model_validator(mode="after")

@@ -36,6 +36,7 @@ from robotid_sim.safety import safe_name
 from robotid_sim.scenario.schema import (
     EstimatorEntry,
     SimulationConfig,
+    check_unique_labels,
     excitation_or_default,
     load_named_mapping,
     repeated,
@@ -135,11 +136,7 @@ class SweepConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_labels(self):
-        dupes = repeated([e.display for e in self.estimators])
-        if dupes:
-            raise ValueError(
-                f"estimators appear twice: {dupes} (labels are compared without case); give each a distinct 'label'"
-            )
+        check_unique_labels(self.estimators)
         for what, labels in (("excitation", list(self.excitations)), ("noise preset", list(self.noise))):
             dupes = repeated(labels)
             if dupes:
