@@ -63,9 +63,14 @@ class FrictionModel(ABC):
     def values(self) -> np.ndarray:
         """Linear parameter values (n, k), same order as ``columns``."""
 
-    @abstractmethod
     def to_dict(self) -> dict:
-        """Plain-data form, as written in a sidecar."""
+        """Plain-data form, as written in a sidecar: the law, its fields in sidecar order, ``sign_smoothing``."""
+        fields = _MODELS[self.kind][1]
+        return {
+            "model": self.kind,
+            **{name: getattr(self, name).tolist() for name in fields},
+            "sign_smoothing": self.sign_smoothing,
+        }
 
     def with_values(self, values: np.ndarray) -> FrictionModel:
         """A copy whose linear parameters are ``values`` (n, k); non-linear ones are kept."""
@@ -125,15 +130,6 @@ class CoulombViscous(FrictionModel):
     def values(self):
         return np.stack([self.fc, self.fv, self.offset], axis=-1)
 
-    def to_dict(self):
-        return {
-            "model": self.kind,
-            "fc": self.fc.tolist(),
-            "fv": self.fv.tolist(),
-            "offset": self.offset.tolist(),
-            "sign_smoothing": self.sign_smoothing,
-        }
-
 
 @dataclass(frozen=True)
 class NonlinearExponent(FrictionModel):
@@ -159,16 +155,6 @@ class NonlinearExponent(FrictionModel):
 
     def values(self):
         return np.stack([self.fc, self.fv, self.offset], axis=-1)
-
-    def to_dict(self):
-        return {
-            "model": self.kind,
-            "fc": self.fc.tolist(),
-            "fv": self.fv.tolist(),
-            "offset": self.offset.tolist(),
-            "alpha": self.alpha.tolist(),
-            "sign_smoothing": self.sign_smoothing,
-        }
 
 
 @dataclass(frozen=True)
@@ -200,16 +186,6 @@ class Stribeck(FrictionModel):
 
     def values(self):
         return np.stack([self.fc, self.fs, self.fv], axis=-1)
-
-    def to_dict(self):
-        return {
-            "model": self.kind,
-            "fc": self.fc.tolist(),
-            "fs": self.fs.tolist(),
-            "fv": self.fv.tolist(),
-            "vs": self.vs.tolist(),
-            "sign_smoothing": self.sign_smoothing,
-        }
 
 
 @dataclass(frozen=True)
@@ -246,18 +222,6 @@ class NonlinearStribeck(FrictionModel):
 
     def values(self):
         return np.stack([self.fc, self.fs, self.fv, self.offset], axis=-1)
-
-    def to_dict(self):
-        return {
-            "model": self.kind,
-            "fc": self.fc.tolist(),
-            "fs": self.fs.tolist(),
-            "fv": self.fv.tolist(),
-            "offset": self.offset.tolist(),
-            "alpha": self.alpha.tolist(),
-            "vs": self.vs.tolist(),
-            "sign_smoothing": self.sign_smoothing,
-        }
 
 
 # sidecar field holding each linear parameter (the offset S is written 'offset' in files)
