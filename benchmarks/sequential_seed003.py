@@ -28,9 +28,8 @@ import yaml
 
 import robotid_sim as rid
 from robotid_sim.identification import IdentificationProblem
-from robotid_sim.identification.validation import rollout
 from robotid_sim.plugins import get_estimator
-from robotid_sim.scenario.runner import OpenLoopReference, forward_dynamics_validation
+from robotid_sim.scenario.runner import forward_dynamics_validation, open_loop_reference
 
 SCENARIO = yaml.safe_load((Path(__file__).resolve().parents[1] / "scenarios" / "planar3r_seed003.yaml").read_text())
 HORIZON_S = SCENARIO["validation"]["trajectory_horizon"]
@@ -56,9 +55,7 @@ def _settings() -> dict[str, tuple[dict, dict, float]]:
 
 def _validation(robot, rate_hz: float):
     ds = rid.simulate(robot, SCENARIO["validation"]["excitation"], rate_hz=rate_hz)
-    K = int(round(HORIZON_S / ds.dt))
-    args = (ds.q[0], ds.qd[0], ds.tau[:K], ds.dt)
-    return ds, OpenLoopReference(ds.t[:K] - ds.t[0], rollout(robot.forward_dynamics, *args)[0], *args)
+    return ds, open_loop_reference(robot, ds, HORIZON_S, simulated=True)
 
 
 def main() -> None:

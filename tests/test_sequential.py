@@ -14,10 +14,9 @@ import robotid_sim as rid
 from robotid_sim.errors import IdentificationError
 from robotid_sim.excitation import excitation_from_config
 from robotid_sim.identification import IdentificationProblem
-from robotid_sim.identification.validation import rollout
 from robotid_sim.report import EstimatorOutcome
 from robotid_sim.report.tables import sequential_step_rows
-from robotid_sim.scenario.runner import OpenLoopReference, forward_dynamics_validation
+from robotid_sim.scenario.runner import forward_dynamics_validation, open_loop_reference
 
 SCENARIO = yaml.safe_load((Path(__file__).parents[1] / "scenarios" / "planar3r_seed003.yaml").read_text())
 VALIDATION = SCENARIO["validation"]["excitation"]
@@ -64,10 +63,7 @@ def validation(robot):
     """The scenario's validation trajectory, noise-free, and its 2 s open-loop reference (the true robot's
     rollout under the true torque, as the runner makes it)."""
     ds = rid.simulate(robot, VALIDATION, rate_hz=SCENARIO["simulation"]["rate_hz"])
-    K = int(round(HORIZON_S / ds.dt))
-    args = (ds.q[0], ds.qd[0], ds.tau[:K], ds.dt)
-    reference = rollout(robot.forward_dynamics, *args)[0]
-    return ds, OpenLoopReference(ds.t[:K] - ds.t[0], reference, *args)
+    return ds, open_loop_reference(robot, ds, HORIZON_S, simulated=True)
 
 
 def _relative_errors(model, robot):

@@ -800,24 +800,15 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     failures: list[Failure] = []  # controllers that raised or stopped in the loop
     models = []
     metric_rows = []
-    horizon = sc.validation.trajectory_horizon
-    K = int(round(horizon / ds_val.dt))
     (run_dir / "models").mkdir()
     (run_dir / "truth.json").write_text(
         json.dumps({"base_parameters": [{"name": n, "expression": e, "value": v} for n, e, v in truth_table]}, indent=2)
         + "\n"
     )
-    # open-loop validation: from the first validation state under the validation torque, compared with the
-    # true robot's motion (simulation) or the measured motion (recorded data)
-    ref = ds_val.truth if simulated else ds_val
-    first = _first_experiment(ds_val)
-    if K > 1 and K <= first.stop - first.start:
-        rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], ds_val.dt)
-        q_reference = rollout(robot.forward_dynamics, *rollout_args)[0] if simulated else ref.q[first][:K]
-        open_loop = OpenLoopReference(ds_val.t[first][:K] - ds_val.t[first.start], q_reference, *rollout_args)
+    horizon = sc.validation.trajectory_horizon
+    open_loop = open_loop_reference(robot, ds_val, horizon, simulated=simulated)
+    if open_loop is not None:
         open_loop.save(run_dir / OPEN_LOOP_FILE)
-    else:
-        K, open_loop = 0, None
     cad = _cad_model(robot)
     entries = [(entry.display, estimator) for entry, estimator in estimators]
     if cad is not None:
@@ -864,7 +855,7 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
         else:
             metrics["acceleration_rms"] = forward.acceleration_rms.tolist()
             metrics["acceleration_rsd"] = forward.acceleration_rsd.tolist()
-        if K > 1 and model.has_forward_dynamics:
+        if open_loop is not None and model.has_forward_dynamics:
             err = TrajectoryError.between(forward.q_open_loop, open_loop.q_reference)  # the rollout just made
             metrics["trajectory_rms"] = err.rms.tolist()
             metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err.rms**2)))
@@ -1050,6 +1041,20 @@ def validation_reference(ds_val):
     only the model differs, as in the open-loop validation; torque noise divided by a small inertia would
     swamp the accelerations), else the measured ones."""
     return ds_val.truth if ds_val.truth is not None else ds_val
+
+
+def open_loop_reference(robot, ds_val, horizon: float, *, simulated: bool) -> OpenLoopReference | None:
+    """The open-loop validation of ``horizon`` s: from the first state of ``ds_val``'s first experiment under its
+    torque, the true robot's motion (``simulated``: the robot's rollout from the noise-free ``truth``) or the
+    measured motion (recorded data); None when the horizon is under two samples or longer than that experiment."""
+    K = int(round(horizon / ds_val.dt))
+    first = _first_experiment(ds_val)
+    if not 1 < K <= first.stop - first.start:
+        return None
+    ref = ds_val.truth if simulated else ds_val
+    rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], ds_val.dt)
+    q_reference = rollout(robot.forward_dynamics, *rollout_args)[0] if simulated else ref.q[first][:K]
+    return OpenLoopReference(ds_val.t[first][:K] - ds_val.t[first.start], q_reference, *rollout_args)
 
 
 def forward_dynamics_validation(model, ds_val, open_loop: OpenLoopReference | None) -> ForwardDynamicsValidation:
