@@ -6,14 +6,16 @@ Usage::
     python benchmarks/restructure_parity.py collect OUT_DIR       # run everything, write OUT_DIR/fingerprint.npz
     python benchmarks/restructure_parity.py compare REF_DIR NEW_DIR [--rtol 1e-12]
 
-``collect`` runs each bundled scenario (``robotid-sim run NAME``), simulates a small hyper9 log set
+``collect`` runs each bundled scenario (``robotid-sim run NAME``), simulates a small planar3r log set
 (``robotid-sim simulate``, fixed seeds) and identifies it with ``identify --validate``, and runs the
-bundled ``small`` sweep. It keeps every number of each ``metrics.json``, of each saved model
-(``models/*.json`` and ``models/*.npz``) and of the sweep's ``results.csv``/``summary.csv``, keyed by
-file and JSON path, leaving out wall-clock times. ``compare`` prints the keys that differ by more than
-``rtol`` relative (``atol`` = rtol x the largest magnitude of that key's array, so exact zeros compare),
-the keys missing from the new collection, and exits 1 if any; keys only in the new collection (e.g. a
-model's diagnostics newly reported) are listed, not counted as differences.
+bundled ``small`` sweep; it completes an interrupted collection in the same folder. It keeps every number
+of each ``metrics.json``, of each saved model (``models/*.json`` and ``models/*.npz``) and of the sweep's
+``results.csv``/``summary.csv``, keyed by file and JSON path, leaving out wall-clock times.
+
+``compare`` prints the keys that differ by more than ``rtol`` relative (``atol`` = rtol x the largest
+magnitude of that key's array, so exact zeros compare) and the keys missing from the new collection, and
+exits 1 if any; keys only in the new collection (e.g. a model's diagnostics newly reported) are listed,
+not counted as differences.
 
 The reference of the restructure (issue 26) was collected on commit 6a8c5ca with this same script.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -44,6 +47,7 @@ SCENARIOS = (
 TIMING_KEYS = ("time", "seconds", "duration", "elapsed", "wall", "started", "finished", "created", "date")
 
 LOG_NOISE = "tau: {std: 0.5}\nq: {std: 1.0e-4}\n"
+LOG_EXCITATION = "{{type: fourier, harmonics: 5, base_frequency: 0.2, periods: 1, seed: {seed}}}\n"
 
 
 def _cli(*args: str, cwd: Path) -> None:
@@ -117,36 +121,51 @@ def _only_child(folder: Path) -> Path:
     return children[0]
 
 
+def _fresh(folder: Path) -> bool:
+    """True when ``folder`` holds no finished result yet (an interrupted collection is completed, not redone)."""
+    if folder.exists() and any(p.is_dir() and not p.name.startswith(".") for p in folder.iterdir()):
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    return True
+
+
 def collect(out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=False)
     values: dict[str, np.ndarray] = {}
     for name in SCENARIOS:
         parent = out_dir / "runs" / name
-        parent.mkdir(parents=True)
-        _cli("run", name, "--out", str(parent), cwd=out_dir)
+        if _fresh(parent):
+            _cli("run", name, "--out", str(parent), cwd=out_dir)
         _run_folder(_only_child(parent), name, values)
 
     logs = out_dir / "logs"
-    logs.mkdir()
-    (logs / "noise.yaml").write_text(LOG_NOISE)
-    for seed, stem in ((1, "ident_a"), (2, "ident_b"), (3, "valid")):
-        _cli("simulate", "--robot", "planar3r", "--noise", "noise.yaml", "--seed", str(seed), "--duration", "8",
-             "--out", f"{stem}.csv", cwd=logs)  # fmt: skip
     study = out_dir / "runs" / "identify_validate"
-    study.mkdir(parents=True)
-    _cli("identify", "--robot", "planar3r", "--data", "logs/ident_a.csv", "--data", "logs/ident_b.csv",
-         "--validate", "logs/valid.csv", "--estimator", "ols", "--estimator", "wls", "--estimator", "irls",
-         "--estimator", "lmi_wls", "--lowpass", "20", "--name", "logset", "--out", str(study), cwd=out_dir)  # fmt: skip
+    if _fresh(study):
+        _identify_validate(out_dir, logs, study)
     _run_folder(_only_child(study), "identify_validate", values)
 
     sweeps = out_dir / "sweeps"
-    _cli("sweep", "small", "--out", str(sweeps), "--no-progress", cwd=out_dir)
+    if _fresh(sweeps):
+        _cli("sweep", "small", "--out", str(sweeps), "--no-progress", cwd=out_dir)
     sweep_dir = _only_child(sweeps)
     for table in ("results.csv", "summary.csv"):
         _csv_numbers(sweep_dir / table, f"sweep/{table}", values)
 
     np.savez_compressed(out_dir / "fingerprint.npz", **values)
     print(f"{len(values)} values in {out_dir / 'fingerprint.npz'}")
+
+
+def _identify_validate(out_dir: Path, logs: Path, study: Path) -> None:
+    """Three noisy planar3r recordings (two to identify from, one held out), identified with four estimators."""
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir()
+    (logs / "noise.yaml").write_text(LOG_NOISE)
+    for seed, stem in ((1, "ident_a"), (2, "ident_b"), (3, "valid")):
+        (logs / f"{stem}.yaml").write_text(LOG_EXCITATION.format(seed=seed))
+        _cli("simulate", "--robot", "planar3r", "--noise", "noise.yaml", "--excitation", f"{stem}.yaml",
+             "--seed", str(seed), "--out", f"{stem}.csv", cwd=logs)  # fmt: skip
+    _cli("identify", "--robot", "planar3r", "--data", "logs/ident_a.csv", "--data", "logs/ident_b.csv",
+         "--validate", "logs/valid.csv", "--estimator", "ols", "--estimator", "wls", "--estimator", "irls",
+         "--estimator", "lmi_wls", "--lowpass", "20", "--name", "logset", "--out", str(study), cwd=out_dir)  # fmt: skip
 
 
 def compare(ref_dir: Path, new_dir: Path, rtol: float) -> int:
