@@ -47,7 +47,10 @@ DEFAULT_INITIAL_PARAMETER = 0.1
 class EKFEstimator(Estimator):
     """Extended Kalman filter on the augmented state x = [q, qd, λ] (seed 004 Eq. 41), λ the base
     parameters, with constant-parameter dynamics (Eq. 42) and an Euler step Δt = the sample
-    interval (Eq. 43), built on filterpy's ``ExtendedKalmanFilter`` (Eq. 23–27).
+    interval (Eq. 43), built on filterpy's ``ExtendedKalmanFilter`` (Eq. 23–27). The options resolve
+    into a process model (:class:`~robotid_sim_plugins.ekf.process.EulerProcessModel`: fx, hx, F, H) and
+    a noise schedule (:class:`~robotid_sim_plugins.ekf.noise.NoiseSchedule`: P0, R(t), Q(t)), which
+    :func:`~robotid_sim_plugins.ekf.filter.run_filter` runs over the stream.
 
     The measured torque τ_k is the input. The model is the identified one: qdd =
     M(q, λ)⁻¹ (τ − h(q, qd, λ)) from the base regressor (M's columns and h are the regressor at
@@ -87,7 +90,13 @@ class EKFEstimator(Estimator):
 
     Diagnostics: ``condition_number`` (of the base regressor on the data), ``preset``,
     ``measurements``, ``noise_std`` (the R used, per signal), ``covariance_min_eigenvalue``
-    (smallest eigenvalue of P at 200 evenly spaced steps and the last), ``seconds_per_step``.
+    (smallest eigenvalue of P at 200 evenly spaced steps and the last), ``seconds_per_step``,
+    ``resolved_options`` (every option with the value that ran, presets resolved: see
+    :meth:`resolved_options`).
+
+    As in scikit-learn, ``get_params()`` returns the options as given (``None``: the preset's value)
+    and ``fit`` leaves the estimator unchanged; what the presets resolved to for the data is a result,
+    so it is in the fitted model: ``model.diagnostics["resolved_options"]``.
     """
 
     name = "ekf"
