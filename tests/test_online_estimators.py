@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from robotid_sim_plugins.ekf.process import EulerProcessModel
 
 from robotid_sim import plugins
 from robotid_sim.errors import ConfigError, IdentificationError
@@ -145,6 +146,49 @@ def test_ekf_presets_and_measurements(study):
     # an explicit option overrides the preset's: less parameter process noise than seed 004's Q = I
     frozen = plugins.get_estimator("ekf")(preset="seed004", parameter_noise=0.01).fit(problem)
     assert frozen.history.std[-1].max() < seed.history.std[-1].max()
+
+
+def test_ekf_resolved_options_after_fit_show_what_each_preset_ran(study):
+    """get_params() keeps the options as given (None: the preset's); the fitted model says what ran."""
+    robot, noisy, _ = study
+    problem = IdentificationProblem(robot.structure(), noisy.slice(0, 200))
+    b = problem.base.count
+    seed = plugins.get_estimator("ekf")(preset="seed004")
+    resolved = seed.fit(problem).diagnostics["resolved_options"]
+    assert seed.get_params()["parameter_noise"] is None and seed.get_params()["measurements"] is None
+    assert set(resolved) == set(seed.get_params())
+    assert resolved["measurements"] == ["q", "qd"] and resolved["initial_parameters"] == [0.1] * b
+    assert resolved["parameter_std"] == [1.0] * b  # P0 with every entry 1 (Eq. 44)
+    assert (resolved["parameter_noise"], resolved["annealing_s"], resolved["tempering"]) == (1.0, None, 0.0)
+    auto = plugins.get_estimator("ekf")(parameter_std=0.5, annealing_s=3.0).fit(problem)
+    resolved = auto.diagnostics["resolved_options"]
+    assert resolved["measurements"] == ["q", "qd", "qdd"] and resolved["parameter_std"] == pytest.approx([0.5] * b)
+    assert (resolved["parameter_noise"], resolved["annealing_s"], resolved["tempering"]) == (1e-6, 3.0, 1e4)
+    json.dumps(resolved)
+
+
+def test_ekf_process_model_jacobians_match_finite_differences(study):
+    """A = ∂qdd/∂x of the process model against central differences of its forward dynamics, and the shapes of
+    fx, F, hx and H as documented (d = 2n + b, m measured rows)."""
+    robot, noisy, _ = study
+    problem = IdentificationProblem(robot.structure(), noisy.slice(0, 10))
+    n, b = problem.n_dof, problem.base.count
+    process = EulerProcessModel(problem.base.regressor, n, b, 0.005, ["q", "qdd"])
+    x = np.concatenate([noisy.q[5], noisy.qd[5], robot.base_parameters().true_values()])
+    tau = noisy.tau[5]
+    lin = process.linearize(x, tau)
+    numeric = np.empty((n, x.size))
+    for i in range(x.size):
+        step = 1e-6 * max(1.0, abs(x[i]))
+        up, down = x.copy(), x.copy()
+        up[i] += step
+        down[i] -= step
+        numeric[:, i] = (process.forward_dynamics(up, tau)[0] - process.forward_dynamics(down, tau)[0]) / (2 * step)
+    assert np.allclose(lin.jacobian, numeric, rtol=1e-4, atol=1e-5 * np.abs(numeric).max())
+    d, m = 2 * n + b, 2 * n
+    assert process.fx(x[:, None], lin.qdd).shape == (d, 1) and process.F_jacobian(lin).shape == (d, d)
+    assert process.hx(lin).shape == (m, 1) and process.H_jacobian(lin).shape == (m, d)
+    assert np.array_equal(process.H_jacobian(lin)[n:], lin.jacobian)  # the qdd rows of H are A
 
 
 def test_ekf_singular_mass_matrix_is_a_clear_error(study):

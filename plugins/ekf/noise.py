@@ -1,0 +1,133 @@
+"""The EKF's noise schedule: the prior covariance, the measurement noise R(t) and the process noise Q(t).
+
+Symbols as in :mod:`robotid_sim_plugins.ekf.process` (n joints, b base parameters, d = 2n + b); t is the time
+since the stream's first sample (s). Every value is resolved (no preset or ``None`` left) when the schedule
+is built, so the schedule says exactly what ran.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from robotid_sim_plugins.ekf.process import SIGNALS
+
+from robotid_sim.identification.online import noise_std
+
+#: seed 004 Eq. 44: the variance of every measurement, R = 10·I
+SEED004_MEASUREMENT_VARIANCE = 10.0
+
+
+@dataclass(frozen=True)
+class NoiseSchedule:
+    """Prior, measurement and process noise of the filter, with tempering and annealing.
+
+    Attributes:
+        measurement_std: {"q", "qd", "qdd": (n,)} σ of each measured signal; R_0 = diag(σ_q², σ_qd², σ_qdd²).
+        torque_std: (n,) σ_τ of the torque, the input noise, mapped through M⁻¹ into R and Q.
+        initial_covariance: (d, d) P0.
+        parameter_noise: q_λ, the parameter process noise variance at t = 0.
+        annealing_s: T_a: the parameter process noise is q_λ·e^(−t/T_a); None: constant q_λ.
+        tempering: c: R(t) = (R_0 + R_τ)·(1 + c·e^(−t/T_w)); 0: no tempering.
+        warmup_s: T_w (s), the tempering's time constant.
+        unit_state_noise: True for seed 004's Q = I on the states (Eq. 44); False for the noise model of
+            :meth:`process_noise`.
+    """
+
+    measurement_std: dict[str, np.ndarray]
+    torque_std: np.ndarray
+    initial_covariance: np.ndarray
+    parameter_noise: float
+    annealing_s: float | None
+    tempering: float
+    warmup_s: float
+    unit_state_noise: bool
+
+    @classmethod
+    def seed004(cls, n: int, b: int, parameter_noise: float, annealing_s, tempering: float, warmup_s: float):
+        """Seed 004 Eq. 44: R = 10·I, no torque noise, P0 with every entry 1, Q = I on the states."""
+        return cls(
+            {k: np.full(n, math.sqrt(SEED004_MEASUREMENT_VARIANCE)) for k in SIGNALS},
+            np.zeros(n),
+            np.ones((2 * n + b, 2 * n + b)),
+            parameter_noise,
+            annealing_s,
+            tempering,
+            warmup_s,
+            unit_state_noise=True,
+        )
+
+    @classmethod
+    def from_data(
+        cls,
+        signals: dict[str, np.ndarray],
+        noise_floor: float,
+        parameter_variance: np.ndarray,
+        parameter_noise: float,
+        annealing_s,
+        tempering: float,
+        warmup_s: float,
+    ):
+        """Noise estimated from the recorded signals, P0 = diag(σ_q², σ_qd², ``parameter_variance``).
+
+        Args:
+            signals: {"q", "qd", "qdd", "tau": (N, n)} the recorded signals. Each σ is the white-noise std of
+                the signal (:func:`~robotid_sim.identification.online.noise_std`, third differences), at least
+                ``noise_floor`` times the signal's spread (the Euler step's own error), and 1e-12 where zero.
+            noise_floor: that floor, relative to each signal's spread.
+            parameter_variance: (b,) the prior variance of each parameter λ_i.
+            parameter_noise, annealing_s, tempering, warmup_s: as the attributes.
+        """
+        sigma = {k: np.maximum(noise_std(v), noise_floor * np.std(v, axis=0)) for k, v in signals.items()}
+        sigma = {k: np.where(v > 0, v, 1e-12) for k, v in sigma.items()}
+        torque_std = sigma.pop("tau")
+        P0 = np.diag(np.concatenate([sigma["q"] ** 2, sigma["qd"] ** 2, parameter_variance]))
+        return cls(sigma, torque_std, P0, parameter_noise, annealing_s, tempering, warmup_s, unit_state_noise=False)
+
+    @property
+    def n(self) -> int:
+        """Joints."""
+        return self.torque_std.shape[0]
+
+    def torque_noise(self, Minv: np.ndarray) -> np.ndarray:
+        """(n, n) R_τ = M⁻¹ diag(σ_τ²) M⁻ᵀ: the torque noise seen in the acceleration (M⁻¹ (n, n))."""
+        return Minv @ np.diag(self.torque_std**2) @ Minv.T
+
+    def measurement_noise(self, torque_noise: np.ndarray, t: float) -> np.ndarray:
+        """(3n, 3n) R(t) of the measurement [q, qd, qdd]: (R_0 + R_τ on the qdd block)·(1 + c·e^(−t/T_w))."""
+        n = self.n
+        s = self.measurement_std
+        R = np.diag(np.concatenate([s["q"] ** 2, s["qd"] ** 2, s["qdd"] ** 2]))
+        R[2 * n :, 2 * n :] += torque_noise
+        if self.tempering:
+            R *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
+        return R
+
+    def process_noise(
+        self, qdd: np.ndarray, previous_qdd: np.ndarray | None, torque_noise: np.ndarray, t: float, dt: float
+    ) -> np.ndarray:
+        """(d, d) Q(t) of the Euler step from a sample with acceleration qdd (n,) (Eq. 24).
+
+        States: I (seed 004), or the Euler step's error on q, (½Δt²·qdd)², on qd, Δt²·R_τ plus (½Δt·Δqdd)²
+        (½Δt²·jerk, from the previous sample's ``previous_qdd``; none at a recording's first sample), each with
+        1e-6·σ² so Q stays positive. Parameters: q_λ·e^(−t/T_a) I (annealed), or q_λ I without annealing.
+        """
+        n = self.n
+        dim = self.initial_covariance.shape[0]
+        sigma = self.measurement_std
+        if self.unit_state_noise:  # Eq. 44: Q = I on the states
+            Q = np.eye(dim)
+        else:
+            Q = np.zeros((dim, dim))
+            Q[:n, :n] = np.diag((0.5 * dt**2 * qdd) ** 2 + 1e-6 * sigma["q"] ** 2)
+            Q[n : 2 * n, n : 2 * n] = dt**2 * torque_noise + np.diag(1e-6 * sigma["qd"] ** 2)
+            if previous_qdd is not None:  # the Euler step's own error, ½Δt²·jerk
+                Q[n : 2 * n, n : 2 * n] += np.diag((0.5 * dt * (qdd - previous_qdd)) ** 2)
+        decay = 1.0 if self.annealing_s is None else math.exp(-t / self.annealing_s)
+        Q[2 * n :, 2 * n :] = np.eye(dim - 2 * n) * (self.parameter_noise * decay)
+        return Q
+
+    def noise_std_by_signal(self) -> dict[str, list[float]]:
+        """σ of each measured signal and of the torque, as plain JSON-able data: {"q", "qd", "qdd", "tau": [n]}."""
+        return {s: self.measurement_std[s].tolist() for s in SIGNALS} | {"tau": self.torque_std.tolist()}

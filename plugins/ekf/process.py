@@ -1,0 +1,151 @@
+"""The EKF's process and measurement model: the identified rigid-body model on the augmented state.
+
+Symbols (seed 004 §2.4, §4.4):
+
+- n joints, b base parameters, state dimension d = 2n + b, m measured signals' rows (m = n · measured signals).
+- x = [q, qd, λ] (d,): the augmented state (Eq. 41), λ the base parameters.
+- τ (n,): the measured torque of the sample, the model's input.
+- Y(q, qd, qdd) (n, b): the base regressor, τ = Y λ.
+- M(q, λ) (n, n) and h(q, qd, λ) (n,): the mass matrix and the bias torque of the model, Y at unit and zero
+  accelerations times λ.
+- qdd = M⁻¹ (τ − h) (n,): the model's forward dynamics at x with input τ.
+- A = ∂qdd/∂x (n, d): [∂qdd/∂q, ∂qdd/∂qd, ∂qdd/∂λ] = −M⁻¹ [∂τ/∂q, ∂τ/∂qd, Y] at fixed qdd (Eq. 28–29).
+- fx(x, u) (d,) -> (d,): the Euler step x + Δt·[qd, u, 0] (Eq. 42–43), u the acceleration (n,).
+- F = ∂fx/∂x (d, d): I + Δt·[[0, I, 0], [A], [0]] (Eq. 23, 43).
+- hx(x) (m,): the measured rows of [q, qd, qdd(x, τ)]; H = ∂hx/∂x (m, d) the same rows of [[I, 0], A].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: the signals the filter can measure, in the order of the measurement vector
+SIGNALS = ("q", "qd", "qdd")
+
+
+class SingularMassMatrix(ArithmeticError):
+    """The mass matrix M(q, λ) of the current estimate cannot be inverted (the filter left physical λ)."""
+
+
+@dataclass(frozen=True)
+class Linearization:
+    """The model's forward dynamics and their Jacobian at one prior state.
+
+    Attributes:
+        x: (d,) the prior state [q, qd, λ] they are evaluated at.
+        qdd: (n,) forward dynamics M⁻¹ (τ − h) at x.
+        jacobian: (n, d) A = ∂qdd/∂x at x (Eq. 28–29).
+        mass_matrix_inverse: (n, n) M(q, λ)⁻¹.
+    """
+
+    x: np.ndarray
+    qdd: np.ndarray
+    jacobian: np.ndarray
+    mass_matrix_inverse: np.ndarray
+
+    def acceleration_at(self, x: np.ndarray) -> np.ndarray:
+        """(n,) first-order expansion of qdd about the prior, at state ``x`` (d,): qdd + A (x − x_prior)."""
+        return self.qdd + self.jacobian @ (x - self.x)
+
+
+class EulerProcessModel:
+    """The rigid-body model with an Euler step of one sample interval (seed 004 Eq. 41–43), λ constant (Eq. 42).
+
+    Args:
+        regressor: the base regressor ``Y(q, qd, qdd)`` of batches (K, n) each -> (K, n, b).
+        n: joints.
+        b: base parameters.
+        dt: the sample interval Δt (s).
+        measurements: the measured signals, a subset of :data:`SIGNALS`.
+    """
+
+    def __init__(self, regressor: Callable, n: int, b: int, dt: float, measurements: Sequence[str]):
+        self.regressor, self.n, self.b, self.dt = regressor, n, b, dt
+        self.dim_x = 2 * n + b
+        self.measurements = [s for s in SIGNALS if s in measurements]
+        #: (m,) rows of [q, qd, qdd] that are measured
+        self.rows = np.concatenate([np.arange(n) + n * SIGNALS.index(s) for s in self.measurements])
+        self.dim_z = self.rows.size
+        self._zero_acc = np.vstack([np.zeros((1, n)), np.eye(n)])
+
+    def measurement(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """(N, m) the measured rows z of the recorded [q, qd, qdd], each (N, n)."""
+        return np.concatenate([q, qd, qdd], axis=1)[:, self.rows]
+
+    def forward_dynamics(self, x: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(qdd (n,), M⁻¹ (n, n)) at state x (d,) with torque τ (n,): qdd = M⁻¹ (τ − h).
+
+        Raises:
+            SingularMassMatrix: M(q, λ) is singular or its inverse not finite.
+        """
+        n = self.n
+        q, qd, lam = x[:n], x[n : 2 * n], x[2 * n :]
+        # M and h at the state: the regressor at zero and unit accelerations, times λ
+        Y = self.regressor(np.repeat(q[None], n + 1, 0), np.repeat(qd[None], n + 1, 0), self._zero_acc)
+        h = Y[0] @ lam
+        M = (Y[1:] @ lam).T - h[:, None]
+        try:
+            Minv = np.linalg.inv(M)
+        except np.linalg.LinAlgError:
+            Minv = None
+        if Minv is None or not np.all(np.isfinite(Minv)):
+            raise SingularMassMatrix
+        return Minv @ (tau - h), Minv
+
+    def acceleration_jacobian(self, x: np.ndarray, qdd: np.ndarray, Minv: np.ndarray) -> np.ndarray:
+        """(n, d) A = ∂qdd/∂x = −M⁻¹ [∂τ/∂q, ∂τ/∂qd, Y(q, qd, qdd)] at state x (d,) (Eq. 28–29).
+
+        ∂τ/∂q and ∂τ/∂qd at fixed qdd are forward differences of the inverse dynamics (steps 1e-6 · max(1, |·|));
+        they and Y come from one batched regressor call.
+        """
+        n = self.n
+        q, qd, lam = x[:n], x[n : 2 * n], x[2 * n :]
+        eps_q = 1e-6 * np.maximum(1.0, np.abs(q))
+        eps_qd = 1e-6 * np.maximum(1.0, np.abs(qd))
+        Qp = np.repeat(q[None], 2 * n + 1, 0)
+        QDp = np.repeat(qd[None], 2 * n + 1, 0)
+        Qp[1 : n + 1] += np.diag(eps_q)
+        QDp[n + 1 :] += np.diag(eps_qd)
+        Yp = self.regressor(Qp, QDp, np.repeat(qdd[None], 2 * n + 1, 0))
+        tq = Yp @ lam
+        dtau = ((tq[1:] - tq[0]) / np.concatenate([eps_q, eps_qd])[:, None]).T
+        return -Minv @ np.hstack([dtau, Yp[0]])
+
+    def linearize(self, x: np.ndarray, tau: np.ndarray) -> Linearization:
+        """The forward dynamics and their Jacobian at the prior state x (d,) with torque τ (n,).
+
+        Raises:
+            SingularMassMatrix: M(q, λ) is singular at x.
+        """
+        qdd, Minv = self.forward_dynamics(x, tau)
+        return Linearization(x, qdd, self.acceleration_jacobian(x, qdd, Minv), Minv)
+
+    def fx(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """(d, 1) the Euler step x + Δt·[qd, u, 0] (Eq. 43) of the state x (d, 1) with acceleration u (n,)."""
+        n, x = self.n, x[:, 0]
+        step = np.concatenate([x[n : 2 * n], u, np.zeros(x.shape[0] - 2 * n)])
+        return (x + self.dt * step)[:, None]
+
+    def F_jacobian(self, linearization: Linearization) -> np.ndarray:
+        """(d, d) F = ∂fx/∂x = I + Δt·[[0, I, 0], [A], [0]] (Eq. 23, 43), A from ``linearization``."""
+        n, dt = self.n, self.dt
+        F = np.eye(self.dim_x)
+        F[:n, n : 2 * n] += dt * np.eye(n)
+        F[n : 2 * n] += dt * linearization.jacobian
+        return F
+
+    def hx(self, linearization: Linearization) -> np.ndarray:
+        """(m, 1) the predicted measurement: the measured rows of [q, qd, qdd(x, τ)] at the linearisation's x."""
+        n, x = self.n, linearization.x
+        return np.concatenate([x[:n], x[n : 2 * n], linearization.qdd])[self.rows][:, None]
+
+    def H_jacobian(self, linearization: Linearization) -> np.ndarray:
+        """(m, d) H = ∂hx/∂x: the measured rows of [[I, 0], A] (q and qd measured directly, qdd through A)."""
+        n = self.n
+        H = np.zeros((3 * n, self.dim_x))
+        H[: 2 * n, : 2 * n] = np.eye(2 * n)
+        H[2 * n :] = linearization.jacobian
+        return H[self.rows]
