@@ -1,8 +1,9 @@
 """Real-robot logs: recordings written by other tools, loaded as a :class:`Dataset`, and experiments.
 
 A :class:`LogSource` describes one recording in the layout another tool wrote (its YAML/JSON form is
-the same mapping): the file, its array names or CSV column prefixes (``keys``), the names of its joint
-columns, its units, an optional trim and decimation, and the experiment name. :func:`load_log` turns
+the same mapping): the file, its array names or CSV column prefixes (``keys``; default: the native
+layout of :mod:`robotid_sim.sim.recordings`, which reads every file), the names of its joint columns,
+its units, an optional trim and decimation, and the experiment name. :func:`load_log` turns
 it into a :class:`Dataset` in SI units with t starting at 0, the joints matched to the robot's by
 name; :func:`load_logs` loads several and stacks them as separate experiments
 (:func:`stack_experiments`).
