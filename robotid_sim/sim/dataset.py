@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from robotid_sim._json import jsonable
-from robotid_sim.errors import DataError
+from robotid_sim.errors import ConfigError, DataError
+from robotid_sim.safety import safe_name
 from robotid_sim.sim.recordings import (
     FORMATS,
     SIGNAL_NAMES,
@@ -48,6 +49,7 @@ from robotid_sim.sim.recordings import (
 __all__ = [
     "Dataset",
     "Signals",
+    "experiment_entries",
     "load_dataset",
     "load_dataset_for_robot",
 ]
@@ -188,10 +190,8 @@ class Dataset:
             return metadata
         stored = metadata.get("experiments")
         if stored is not None:
-            from robotid_sim.sim.logs import experiments  # logs imports this module
-
             try:
-                experiments(self)  # checks the entries cover the samples in order
+                experiment_entries(self)  # checks the entries cover the samples in order
             except DataError:
                 pass
             else:
@@ -273,6 +273,56 @@ class Dataset:
     def csv_columns(self) -> list[str]:
         """The CSV header of this dataset, in file order."""
         return native_csv_header(self.joint_names, self.truth is not None)
+
+
+# ---------------------------------------------------------------------------------------------
+# experiments
+
+
+def experiment_entries(ds: Dataset) -> list[dict[str, Any]] | None:
+    """``metadata["experiments"]`` of ``ds``, checked, or None when it has none.
+
+    Each entry is ``{"name", "start", "stop", ...}``: a safe, unique name and a sample range (``stop``
+    exclusive); the ranges cover the samples 0..N in order (:func:`robotid_sim.sim.logs.experiments`
+    reads them, or splits a record without them at its time gaps).
+
+    Raises:
+        DataError: naming the problem: not a non-empty list, a bad or repeated name, ranges that do not
+            cover the samples in order.
+    """
+    metadata = getattr(ds, "metadata", None)  # any record with t, q, ... (a duck-typed one has none)
+    stored = metadata.get("experiments") if isinstance(metadata, dict) else None
+    if stored is None:
+        return None
+    fix = "fix or remove metadata['experiments'] (without it a record is split at its time gaps)"
+    if not isinstance(stored, list) or not stored:
+        raise DataError(f"metadata['experiments'] must be a non-empty list of {{name, start, stop}}; {fix}")
+    expected, seen = 0, set()
+    for k, entry in enumerate(stored):
+        if not isinstance(entry, Mapping):
+            raise DataError(f"metadata['experiments'][{k}] must be a mapping {{name, start, stop}}; {fix}")
+        name, start, stop = entry.get("name"), entry.get("start"), entry.get("stop")
+        try:
+            safe_name(name, "experiment name")
+        except ConfigError as exc:
+            raise DataError(f"metadata['experiments'][{k}]: {exc}") from None
+        if name in seen:
+            raise DataError(f"metadata['experiments'] names '{name}' twice; {fix}")
+        seen.add(name)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, stop)):
+            raise DataError(f"metadata['experiments'][{k}] ('{name}'): start and stop must be sample indices; {fix}")
+        if start != expected or stop <= start:
+            raise DataError(
+                f"metadata['experiments'][{k}] ('{name}') covers samples {start}:{stop} but must start at {expected} "
+                f"and end after it: the experiments cover the {ds.n_samples} samples in order; {fix}"
+            )
+        expected = stop
+    if expected != ds.n_samples:
+        raise DataError(
+            f"metadata['experiments'] covers samples 0:{expected} but the dataset has {ds.n_samples} (its arrays were "
+            f"cut without the metadata: Dataset.slice and subset keep the two in step); {fix}"
+        )
+    return [dict(entry) for entry in stored]
 
 
 # ---------------------------------------------------------------------------------------------

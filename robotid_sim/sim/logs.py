@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from robotid_sim.errors import ConfigError, DataError, format_validation_error
 from robotid_sim.safety import safe_name
 from robotid_sim.signal import butterworth_filtfilt, central_difference, decimate, downsample
-from robotid_sim.sim.dataset import Dataset, Signals
+from robotid_sim.sim.dataset import Dataset, Signals, experiment_entries
 from robotid_sim.sim.recordings import (
     DERIVED_NOTE,
     NATIVE_KEYS,
@@ -864,43 +864,6 @@ def load_logs(
 # experiments
 
 
-def _entries(ds: Dataset) -> list[dict[str, Any]] | None:
-    """``metadata["experiments"]`` of ``ds``, checked (DataError naming the problem), or None."""
-    metadata = getattr(ds, "metadata", None)  # any record with t, q, ... (a duck-typed one has none)
-    stored = metadata.get("experiments") if isinstance(metadata, dict) else None
-    if stored is None:
-        return None
-    fix = "fix or remove metadata['experiments'] (without it a record is split at its time gaps)"
-    if not isinstance(stored, list) or not stored:
-        raise DataError(f"metadata['experiments'] must be a non-empty list of {{name, start, stop}}; {fix}")
-    expected, seen = 0, set()
-    for k, entry in enumerate(stored):
-        if not isinstance(entry, Mapping):
-            raise DataError(f"metadata['experiments'][{k}] must be a mapping {{name, start, stop}}; {fix}")
-        name, start, stop = entry.get("name"), entry.get("start"), entry.get("stop")
-        try:
-            safe_name(name, "experiment name")
-        except ConfigError as exc:
-            raise DataError(f"metadata['experiments'][{k}]: {exc}") from None
-        if name in seen:
-            raise DataError(f"metadata['experiments'] names '{name}' twice; {fix}")
-        seen.add(name)
-        if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, stop)):
-            raise DataError(f"metadata['experiments'][{k}] ('{name}'): start and stop must be sample indices; {fix}")
-        if start != expected or stop <= start:
-            raise DataError(
-                f"metadata['experiments'][{k}] ('{name}') covers samples {start}:{stop} but must start at {expected} "
-                f"and end after it: the experiments cover the {ds.n_samples} samples in order; {fix}"
-            )
-        expected = stop
-    if expected != ds.n_samples:
-        raise DataError(
-            f"metadata['experiments'] covers samples 0:{expected} but the dataset has {ds.n_samples} (its arrays were "
-            f"cut without the metadata: Dataset.slice and subset keep the two in step); {fix}"
-        )
-    return [dict(entry) for entry in stored]
-
-
 def experiments(ds: Dataset) -> list[tuple[str, slice]]:
     """The experiments of a record: ``[(name, slice of samples), ...]`` in order, covering every sample.
 
@@ -913,7 +876,7 @@ def experiments(ds: Dataset) -> list[tuple[str, slice]]:
         DataError: ``metadata["experiments"]`` that is malformed, has unsafe or repeated names, or
             does not cover the samples 0..N in order.
     """
-    entries = _entries(ds)
+    entries = experiment_entries(ds)
     if entries is not None:
         return [(e["name"], slice(e["start"], e["stop"])) for e in entries]
     t = getattr(ds, "t", None)
@@ -1015,7 +978,7 @@ def _stack_names(datasets: list[Dataset], names: Sequence[str] | None) -> list[s
 
 def _named_entries(ds: Dataset, k: int, names: list[str] | None) -> list[dict[str, Any]]:
     """The experiment entries of recording ``k`` (stored, or from its time gaps), named after ``names[k]``."""
-    stored = _entries(ds)
+    stored = experiment_entries(ds)
     if stored is None:
         stored = [{"name": name, "start": s.start, "stop": s.stop, "file": None} for name, s in experiments(ds)]
         if names is None:
@@ -1096,7 +1059,7 @@ def per_experiment(ds: Dataset, func: Callable[[Dataset], Dataset]) -> Dataset:
             experiment's name and sample range; results with other joints or overlapping times.
     """
     parts = experiments(ds)
-    stored = _entries(ds)
+    stored = experiment_entries(ds)
     if stored is None and len(parts) == 1:
         return func(ds)
     base = {k: v for k, v in ds.metadata.items() if k != "experiments"}
