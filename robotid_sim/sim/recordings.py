@@ -52,6 +52,7 @@ __all__ = [
     "DERIVED_NOTE",
     "FORMATS",
     "NATIVE_KEYS",
+    "NATIVE_SIGNALS",
     "SIGNAL_NAMES",
     "SUFFIX_FORMAT",
     "TRUE_PREFIX",
