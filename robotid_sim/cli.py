@@ -196,7 +196,7 @@ def cmd_simulate(args) -> int:
     _positive(args.duration, "--duration", "s")
     if args.seed < 0:
         raise ConfigError(f"--seed must be a whole number >= 0, got {args.seed}")
-    from robotid_sim.sim.dataset import FORMATS
+    from robotid_sim.sim.recordings import FORMATS
 
     out = _check_output(args.out, FORMATS, "--out")
     excitation: Any = "default"

@@ -304,3 +304,20 @@ def test_npz_without_tau_names_the_missing_array(tmp_path):
     np.savez(tmp_path / "bad.npz", t=np.arange(5.0), q=np.zeros((5, 1)))
     with pytest.raises(DataError, match="missing array 'tau'"):
         load_dataset(tmp_path / "bad.npz")
+
+
+def test_npz_recorded_elsewhere_with_signals_per_row_loads_like_a_mat(tmp_path):
+    t = np.arange(50) * 0.01
+    q = np.vstack([np.sin(t), np.cos(t)])  # one row per joint, 2 x N: the reader orients every format alike
+    np.savez(tmp_path / "log.npz", t=t[:, None], q=q, tau=2 * q)
+    loaded = load_dataset(tmp_path / "log.npz")
+    np.testing.assert_array_equal(loaded.q, q.T)
+    np.testing.assert_array_equal(loaded.t, t)
+
+
+def test_csv_text_in_an_ignored_column_is_not_parsed(tmp_path):
+    header, rows = _csv_rows()
+    path = _write_csv(tmp_path / "log.csv", [*header, "mode"], [[*r, "run"] for r in rows])
+    loaded = load_dataset(path)
+    assert loaded.metadata["ignored_columns"] == ["mode"]
+    np.testing.assert_array_equal(loaded.tau[:, 1], 2.0)

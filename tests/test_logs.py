@@ -176,14 +176,16 @@ def test_velocity_and_acceleration_are_derived_when_absent(tmp_path, robots, pla
     np.testing.assert_allclose(out.qdd[5:-5], planar_a.qdd[5:-5], rtol=0, atol=1e-3 * np.abs(planar_a.qdd).max())
 
 
-def test_our_own_file_loads_and_keeps_the_robot_it_names(tmp_path, robots, planar_a):
-    planar_a.save(tmp_path / "sim.npz")
-    out = load_log(str(tmp_path / "sim.npz"), robots["planar3r"])
+@pytest.mark.parametrize("suffix", [".npz", ".csv", ".mat"])
+def test_our_own_file_loads_and_keeps_the_robot_it_names(tmp_path, robots, planar_a, suffix):
+    """The native layout is a LogSource's default: load_log reads what Dataset.save wrote, bit for bit."""
+    path = str(planar_a.save(tmp_path / f"sim{suffix}"))
+    out = load_log(path, robots["planar3r"])
     _assert_signals(out, planar_a, atol=0.0, t_atol=0.0)
     np.testing.assert_array_equal(out.qdd, planar_a.qdd)
     assert out.metadata["robot"] == "planar3r" and "derived_signals" not in out.metadata
     with pytest.raises(DataError, match="recorded on robot 'planar3r'"):
-        rid.IdentificationProblem(robots["three_axis"], load_log(str(tmp_path / "sim.npz"), robots["three_axis"]))
+        rid.IdentificationProblem(robots["three_axis"], load_log(path, robots["three_axis"]))
 
 
 def _naive_join(a: Dataset, b: Dataset) -> Dataset:

@@ -1,7 +1,8 @@
 """Simulation: the exact PyBullet backend, noise models, and the Dataset with its file formats.
 
 The names below are imported on first access (PEP 562): ``import robotid_sim.sim`` loads neither
-PyBullet nor SciPy; ``robotid_sim.sim.Dataset`` loads only :mod:`robotid_sim.sim.dataset`.
+PyBullet nor SciPy; ``robotid_sim.sim.Dataset`` loads only :mod:`robotid_sim.sim.dataset` and its file
+formats, :mod:`robotid_sim.sim.recordings`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Real-robot logs: recordings written by other tools, loaded as a :class:`Dataset`, and experiments.
 
 A :class:`LogSource` describes one recording in the layout another tool wrote (its YAML/JSON form is
-the same mapping): the file, its array names or CSV column prefixes (``keys``), the names of its joint
-columns, its units, an optional trim and decimation, and the experiment name. :func:`load_log` turns
+the same mapping): the file, its array names or CSV column prefixes (``keys``; default: the native
+layout of :mod:`robotid_sim.sim.recordings`, which reads every file), the names of its joint columns,
+its units, an optional trim and decimation, and the experiment name. :func:`load_log` turns
 it into a :class:`Dataset` in SI units with t starting at 0, the joints matched to the robot's by
 name; :func:`load_logs` loads several and stacks them as separate experiments
 (:func:`stack_experiments`).
@@ -30,8 +31,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,18 +40,24 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from robotid_sim.errors import ConfigError, DataError, format_validation_error
-from robotid_sim.safety import read_npz, safe_name
+from robotid_sim.safety import safe_name
 from robotid_sim.signal import butterworth_filtfilt, central_difference, decimate, downsample
-from robotid_sim.sim.dataset import (
-    _DERIVED_NOTE,
-    Dataset,
-    Signals,
-    _csv_text,
-    _derive,
-    _real_array,
-    _stored_joint_names,
-    _stored_metadata,
+from robotid_sim.sim.dataset import Dataset, Signals, experiment_entries
+from robotid_sim.sim.recordings import (
+    DERIVED_NOTE,
+    NATIVE_KEYS,
+    SUFFIX_FORMAT,
+    CsvFile,
+    derive,
     generic_joint_names,
+    orient_signal,
+    orient_time,
+    read_arrays,
+    read_csv,
+    read_sidecar,
+    real_array,
+    stored_joint_names,
+    stored_metadata,
 )
 
 __all__ = [
@@ -84,12 +89,8 @@ _DESCRIPTION = {
     "qdd": "joint acceleration",
     "tau": "joint torque",
 }
-_DEFAULT_KEYS = {
-    "npz": {"t": "t", "q": "q", "qd": "qd", "qdd": "qdd", "tau": "tau"},
-    "mat": {"t": "t", "q": "q", "qd": "qd", "qdd": "qdd", "tau": "tau"},
-    "csv": {"t": "t", "q": "q_", "qd": "qd_", "qdd": "qdd_", "tau": "tau_"},
-}
-_SUFFIX_FORMAT = {".npz": "npz", ".csv": "csv", ".mat": "mat"}
+#: the keys a LogSource defaults to: the native layout's (robotid_sim.sim.recordings)
+_DEFAULT_KEYS = {fmt: {signal: keys[signal] for signal in SIGNALS} for fmt, keys in NATIVE_KEYS.items()}
 
 #: time units: seconds per unit, and whether the clock is absolute (unix time)
 TIME_UNITS: dict[str, tuple[float, bool]] = {
@@ -257,7 +258,7 @@ class LogSource(BaseModel):
         """
         if self.format != "auto":
             return self.format
-        fmt = _SUFFIX_FORMAT.get(path.suffix.lower())
+        fmt = SUFFIX_FORMAT.get(path.suffix.lower())
         if fmt is None:
             raise DataError(
                 f"cannot tell the format of '{path}' from its suffix '{path.suffix}'; name it .npz, .csv or .mat, or "
@@ -304,7 +305,10 @@ def parse_log_source(data: Any, where: str = "log source") -> LogSource:
 
 
 # ---------------------------------------------------------------------------------------------
-# reading a file into columns
+# reading a file into columns (the files themselves are read by robotid_sim.sim.recordings)
+
+#: added to the message of a file that is not what its suffix or ``format`` says
+_FORMAT_HINT = " If it is a CSV or another format, set 'format' (npz, csv, mat)"
 
 
 @dataclass
@@ -330,45 +334,31 @@ class _Columns:
     ignored: list[str] = field(default_factory=list)
 
 
-def _not_a(fmt: str, path: Path, why: str) -> DataError:
-    """The file is not what its suffix or ``format`` says (the wording of :func:`load_dataset`)."""
-    what = f"'{path}' is not an .npz file" if fmt == "npz" else f"cannot read '{path}' as .mat"
-    kind = "a NumPy archive (numpy.savez)" if fmt == "npz" else "a MATLAB file (-v7 or older)"
-    return DataError(f"{what} ({why}); is it {kind}? If it is a CSV or another format, set 'format' (npz, csv, mat)")
-
-
 def _vector_time(key: str, value, where: str) -> np.ndarray:
     """The time array as a vector (N,): float, or int64 for an integer clock (kept exact)."""
-    t = _real_array(key, value, "(N,)", f" in {where}")
+    t = real_array(key, value, "(N,)", f" in {where}")
     raw = np.asarray(value)
     if raw.dtype.kind in "iu":
         t = raw.astype(np.int64)
-    if t.ndim == 2 and 1 in t.shape:
-        t = t.ravel()
+    t = orient_time(t)
     if t.ndim != 1:
         raise DataError(f"time array '{key}' in {where} must be a vector (N,), got shape {t.shape}")
     return t
 
 
 def _oriented(key: str, value, n_samples: int, where: str) -> np.ndarray:
-    """A joint signal as (N, m): (N,) is one joint, (m, N) is transposed when that is unambiguous."""
-    arr = _real_array(key, value, "(N, n)", f" in {where}")
-    if arr.ndim == 1 and arr.shape[0] == n_samples:
-        return arr[:, None]
+    """A joint signal as (N, m) (:func:`~robotid_sim.sim.recordings.orient_signal`), or a DataError."""
+    arr = orient_signal(real_array(key, value, "(N, n)", f" in {where}"), n_samples)
     if arr.ndim == 2 and arr.shape[0] == n_samples:
         return arr
-    if arr.ndim == 2 and arr.shape[1] == n_samples:
-        return arr.T
     raise DataError(
         f"array '{key}' in {where} has shape {arr.shape} but the time has {n_samples} samples; expected (N, n) = "
         f"({n_samples}, n) or (n, {n_samples})"
     )
 
 
-def _array_columns(
-    arrays: dict[str, Any], present: list[str], keys: dict[str, str], explicit: set[str], src: LogSource, path: Path
-) -> _Columns:
-    """:class:`_Columns` of an NPZ or MAT file from its arrays (``present``: every array name in the file)."""
+def _required_arrays(arrays: dict[str, Any], present: list[str], keys: dict[str, str], explicit: set[str], path: Path):
+    """A DataError when the file lacks an array the layout needs (the arrays it has listed)."""
     where = f"'{path}'"
     listing = ", ".join(present) if present else "(none)"
     if not any(keys[s] in arrays for s in _REQUIRED):
@@ -385,21 +375,14 @@ def _array_columns(
                 f"{where} has no array '{key}' (the {_DESCRIPTION[signal]}, keys.{signal}); its arrays are: {listing}; "
                 f"set keys.{signal} to the name of the {_DESCRIPTION[signal]} array"
             )
-    t = _vector_time(keys["t"], arrays[keys["t"]], where)
-    signals = {s: _oriented(keys[s], arrays[keys[s]], t.shape[0], where) for s in _JOINT_SIGNALS if keys[s] in arrays}
-    m = signals["q"].shape[1]
-    for signal, arr in signals.items():
-        if arr.shape[1] != m:
-            raise DataError(
-                f"array '{keys[signal]}' in {where} has {arr.shape[1]} joint columns but '{keys['q']}' has {m}; every "
-                "joint signal needs the same columns"
-            )
-    names, explicit_names = src.joint_names, src.joint_names is not None
+
+
+def _array_joint_names(arrays: dict[str, Any], keys: dict[str, str], m: int, src: LogSource, where: str):
+    """The names of an NPZ/MAT file's joint columns: the LogSource's, else the file's own, else None."""
+    names = src.joint_names
     stored = arrays.get("joint_names") if "joint_names" not in keys.values() else None
     if names is None and stored is not None:
-        if np.asarray(stored).dtype.kind == "S":
-            stored = np.char.decode(np.asarray(stored), "utf-8")
-        names = _stored_joint_names(stored, path)
+        names = stored_joint_names(stored, where)
         if len(names) != m:
             raise DataError(
                 f"{where} stores {len(names)} joint names ({', '.join(names)}) but '{keys['q']}' has {m} columns; "
@@ -410,10 +393,28 @@ def _array_columns(
             f"'joint_names' has {len(names)} names but '{keys['q']}' in {where} has {m} columns; name every column "
             "of the file, in file order"
         )
+    return names
+
+
+def _array_columns(path: Path, fmt: str, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
+    """:class:`_Columns` of an NPZ or MAT file (only the arrays named in ``keys`` are read)."""
+    where = f"'{path}'"
+    arrays, present = read_arrays(path, fmt, {*keys.values(), "joint_names", "metadata"}, _FORMAT_HINT)
+    _required_arrays(arrays, present, keys, explicit, path)
+    t = _vector_time(keys["t"], arrays[keys["t"]], where)
+    signals = {s: _oriented(keys[s], arrays[keys[s]], t.shape[0], where) for s in _JOINT_SIGNALS if keys[s] in arrays}
+    m = signals["q"].shape[1]
+    for signal, arr in signals.items():
+        if arr.shape[1] != m:
+            raise DataError(
+                f"array '{keys[signal]}' in {where} has {arr.shape[1]} joint columns but '{keys['q']}' has {m}; every "
+                "joint signal needs the same columns"
+            )
+    names = _array_joint_names(arrays, keys, m, src, where)
     metadata: dict[str, Any] = {}
     if "metadata" in arrays and "metadata" not in keys.values():
         try:
-            metadata = _stored_metadata(arrays["metadata"], path)
+            metadata = stored_metadata(arrays["metadata"], where)
         except DataError:
             metadata = {}  # a foreign 'metadata' array: not ours, not needed
     columns = _Columns(
@@ -422,7 +423,7 @@ def _array_columns(
         t_label=f"array '{keys['t']}'",
         n_columns=m,
         names=names,
-        explicit_names=explicit_names,
+        explicit_names=src.joint_names is not None,
         q_label=f"'{keys['q']}'",
         metadata=metadata,
     )
@@ -433,65 +434,27 @@ def _array_columns(
     return columns
 
 
-def _npz_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
-    where = f"'{path}'"
-    if not zipfile.is_zipfile(path):
-        raise _not_a("npz", path, "it is not a zip archive")
-    with zipfile.ZipFile(path) as archive:
-        present = [name[:-4] for name in archive.namelist() if name.endswith(".npy")]
-    wanted = sorted({*keys.values(), "joint_names", "metadata"})
-    arrays = read_npz(path, where, keys=wanted)
-    return _array_columns(arrays, present, keys, explicit, src, path)
-
-
-def _mat_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
-    import scipy.io  # only for .mat files
-
-    wanted = sorted({*keys.values(), "joint_names", "metadata"})
-    try:
-        present = [name for name, _, _ in scipy.io.whosmat(path)]
-        raw = scipy.io.loadmat(path, variable_names=wanted)
-    except NotImplementedError as exc:  # MATLAB v7.3 (HDF5) files
-        raise DataError(f"cannot read '{path}' as .mat: {exc}; save it with MATLAB's '-v7' option") from None
-    except MemoryError:
-        raise DataError(f"cannot read '{path}' as .mat: it does not fit in memory") from None
-    except Exception as exc:  # scipy's parser meets arbitrary bytes: any failure means "not a .mat file"
-        raise _not_a("mat", path, f"{type(exc).__name__}: {exc}") from None
-    arrays = {key: value for key, value in raw.items() if not key.startswith("__")}
-    return _array_columns(arrays, present, keys, explicit, src, path)
-
-
-def _csv_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
-    where = f"'{path}'"
-    lines = _csv_text(path).splitlines()
-    if not lines or not lines[0].strip():
-        raise DataError(f"{where} is empty; expected a header line like 't,q_joint1,tau_joint1'")
-    header = [name.strip().strip('"') for name in lines[0].strip().lstrip("#").split(",")]
-    repeated = sorted({c for c in header if header.count(c) > 1})
-    if repeated:
-        raise DataError(f"{where}: repeated column(s) {', '.join(repeated)}; each column needs its own name")
-    shown = ", ".join(header[:30]) + (", ..." if len(header) > 30 else "")
-    if keys["t"] not in header:
+def _csv_owned(csv: CsvFile, keys: dict[str, str], explicit: set[str]) -> dict[str, dict[str, int]]:
+    """Signal -> {joint suffix: header position} of a CSV's columns; a DataError when a needed one is missing."""
+    shown = ", ".join(csv.header[:30]) + (", ..." if len(csv.header) > 30 else "")
+    if keys["t"] not in csv.header:
         raise DataError(
-            f"{where} has no time column '{keys['t']}' (keys.t); its columns are: {shown}; set keys.t to the name "
-            "of the time column"
+            f"{csv.where} has no time column '{keys['t']}' (keys.t); its columns are: {shown}; set keys.t to the "
+            "name of the time column"
         )
     prefixes = {s: keys[s] for s in _JOINT_SIGNALS}
-    owned: dict[str, dict[str, int]] = {s: {} for s in _JOINT_SIGNALS}  # signal -> suffix -> header position
-    for position, column in enumerate(header):
-        if column == keys["t"]:
-            continue
-        matching = [s for s, p in prefixes.items() if column.startswith(p) and len(column) > len(p)]
-        if matching:  # the longest prefix owns the column ('qd_' over 'q' when both match)
-            signal = max(matching, key=lambda s: len(prefixes[s]))
-            owned[signal][column[len(prefixes[signal]) :]] = position
+    owned = csv.by_prefix(keys["t"], prefixes)
     for signal in SIGNALS[1:]:
         if not owned[signal] and (signal in _REQUIRED or signal in explicit):
             raise DataError(
-                f"{where} has no {_DESCRIPTION[signal]} column '{prefixes[signal]}<joint>' (keys.{signal} = "
+                f"{csv.where} has no {_DESCRIPTION[signal]} column '{prefixes[signal]}<joint>' (keys.{signal} = "
                 f"'{prefixes[signal]}'); its columns are: {shown}; set keys.{signal} to the prefix of those columns"
             )
-    suffixes = list(owned["q"])
+    return owned
+
+
+def _csv_joints(csv: CsvFile, suffixes: list[str], q_prefix: str, src: LogSource) -> list[str] | None:
+    """The names of a CSV's joint columns (``suffixes`` sorted in place when they are indices), or None."""
     m = len(suffixes)
     indexed = all(s.isdigit() for s in suffixes)
     if indexed:  # '<prefix><index>': file order is the index order
@@ -499,89 +462,47 @@ def _csv_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogS
         first = int(suffixes[0])
         if first not in (0, 1) or [int(s) for s in suffixes] != list(range(first, first + m)):
             raise DataError(
-                f"{where}: the '{prefixes['q']}<index>' columns are numbered {', '.join(suffixes)}; number them "
+                f"{csv.where}: the '{q_prefix}<index>' columns are numbered {', '.join(suffixes)}; number them "
                 f"0..{m - 1} or 1..{m}, or name them after the joints"
             )
-    names = src.joint_names if src.joint_names is not None else (None if indexed else suffixes)
     if src.joint_names is not None and len(src.joint_names) != m:
         raise DataError(
-            f"'joint_names' has {len(src.joint_names)} names but {where} has {m} '{prefixes['q']}' columns "
-            f"({', '.join(prefixes['q'] + s for s in suffixes)}); name every one, in file order"
+            f"'joint_names' has {len(src.joint_names)} names but {csv.where} has {m} '{q_prefix}' columns "
+            f"({', '.join(q_prefix + s for s in suffixes)}); name every one, in file order"
         )
+    return src.joint_names if src.joint_names is not None else (None if indexed else list(suffixes))
+
+
+def _csv_columns(path: Path, keys: dict[str, str], explicit: set[str], src: LogSource) -> _Columns:
+    """:class:`_Columns` of a CSV file (only the time and joint columns are parsed)."""
+    csv = read_csv(path)
+    owned = _csv_owned(csv, keys, explicit)
+    suffixes = list(owned["q"])
+    names = _csv_joints(csv, suffixes, keys["q"], src)
     used_signals = [s for s in _JOINT_SIGNALS if owned[s]]
-    positions = [header.index(keys["t"])] + [owned[s][j] for s in used_signals for j in suffixes if j in owned[s]]
+    positions = [csv.header.index(keys["t"])] + [owned[s][j] for s in used_signals for j in suffixes if j in owned[s]]
     index = {p: i for i, p in enumerate(positions)}
-    data = _csv_numbers(path, header, lines, positions)
-    line_numbers: list[int] | None = None
-
-    def line_of(sample: int) -> int:
-        nonlocal line_numbers
-        if line_numbers is None:  # only for an error message
-            line_numbers = [k for k, text in enumerate(lines[1:], 2) if text.strip() and not text.startswith("#")]
-        return line_numbers[sample]
-
+    data = csv.numbers(positions)
     columns = _Columns(
-        where=where,
+        where=csv.where,
         t=data[:, 0],
         t_label=f"column '{keys['t']}'",
-        n_columns=m,
+        n_columns=len(suffixes),
         names=names,
         explicit_names=src.joint_names is not None,
-        q_label=f"'{prefixes['q']}<joint>'",
-        lines=line_of,
+        q_label=f"'{keys['q']}<joint>'",
+        lines=csv.line_of,
     )
     for signal in used_signals:
         columns.matrix[signal] = data
         columns.cols[signal] = [
             index[owned[signal][s]] if s in owned[signal] else None for s in suffixes
         ]  # None: reported only if that joint is used
-        columns.labels[signal] = [f"column '{prefixes[signal]}{s}'" for s in suffixes]
-    used = {header[p] for p in positions}
-    columns.ignored = [c for c in header if c not in used]
-    sidecar = path.with_suffix(".json")
-    if sidecar.is_file():  # our own CSVs keep their metadata there; a foreign JSON is not needed
-        try:
-            metadata = json.loads(sidecar.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            metadata = None
-        columns.metadata = metadata if isinstance(metadata, dict) else {}
+        columns.labels[signal] = [f"column '{keys[signal]}{s}'" for s in suffixes]
+    used = {csv.header[p] for p in positions}
+    columns.ignored = [c for c in csv.header if c not in used]
+    columns.metadata = read_sidecar(path, strict=False)  # our own CSVs keep their metadata there
     return columns
-
-
-def _csv_numbers(path: Path, header: list[str], lines: list[str], positions: list[int]) -> np.ndarray:
-    """The columns ``positions`` of every data row as floats; a bad cell is named by column and line."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            data = np.loadtxt(lines[1:], delimiter=",", ndmin=2, usecols=positions, dtype=float)
-    except ValueError:
-        data = None
-    if data is not None and data.shape[0] > 0:
-        return data
-    # the first offending row, for the message (only on failure)
-    sample = -1
-    for line_no, text in enumerate(lines[1:], start=2):
-        if not text.strip() or text.startswith("#"):
-            continue
-        sample += 1
-        cells = text.split(",")
-        if len(cells) != len(header):
-            raise DataError(
-                f"line {line_no} of '{path}' has {len(cells)} values but the header has {len(header)} columns"
-            )
-        for position in positions:
-            try:
-                float(cells[position])
-            except ValueError:
-                cell = cells[position].strip()
-                what = "an empty value" if not cell else f"the non-number {cell!r}"
-                raise DataError(
-                    f"column '{header[position]}' of '{path}' has {what} at sample {sample} (line {line_no}); "
-                    "remove or interpolate that sample"
-                ) from None
-    if sample < 0:
-        raise DataError(f"'{path}' has a header but no data rows")
-    raise DataError(f"cannot parse '{path}' as comma-separated numbers")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -736,25 +657,59 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
     src = parse_log_source(source)
     robot = _as_robot(robot)
     path = src.resolve(base_dir)
+    columns, fmt, keys = _read_columns(src, path)
+    _checked_time(columns)
+    joints, ignored_joints = _match_joints(columns, robot)
+    units = src.file_units()
+    scale, _ = TIME_UNITS[units["t"]]
+    t_file = (columns.t - columns.t[0]) * scale  # integers subtracted exactly: unix_ms, ns clocks
+    rows = _trimmed_rows(src, t_file, columns.where)
+    t = t_file[rows] - t_file[rows.start]
+    signals = _si_signals(columns, joints, rows, robot, units)
+    parts = _parts(t.shape[0], _gap_starts(t))
+    names = _part_names(src.name or _default_name(path.stem), len(parts))
+    derived = {s: DERIVED_NOTE[s] for s in ("qd", "qdd") if s not in signals}
+    pieces = _experiment_pieces(src, t, signals, zip(names, parts, strict=True), columns.where, rows.start)
+    t_out = np.concatenate([p["t"] for p in pieces])
+    bounds = np.cumsum([0, *(p["t"].shape[0] for p in pieces)]).tolist()
+    metadata = _log_metadata(src, path, fmt, keys, columns, robot, joints, signals, t_out)
+    metadata.update(_processing_metadata(src, columns, rows, t, units, derived, len(parts)))
+    if ignored_joints:
+        metadata["ignored_joints"] = ignored_joints
+    if columns.ignored:
+        metadata["ignored_columns"] = columns.ignored
+    if columns.metadata:
+        metadata["file_metadata"] = columns.metadata
+    metadata["experiments"] = [
+        {"name": part_name, "start": a, "stop": b, "file": str(path)}
+        for part_name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)
+    ]
+    return Dataset(
+        t_out,
+        *(np.concatenate([p[s] for p in pieces]) for s in _JOINT_SIGNALS),
+        truth=None,
+        joint_names=list(robot.joint_names),
+        metadata=metadata,
+    )
+
+
+def _read_columns(src: LogSource, path: Path) -> tuple[_Columns, str, dict[str, str]]:
+    """The file's columns, its format and its keys (defaults applied)."""
     if not path.is_file():
         what = "it is a folder, not a file" if path.is_dir() else "no such file"
         raise DataError(f"cannot load log '{path}': {what}")
     fmt = src.file_format(path)
     keys = src.file_keys(fmt)
-    units = src.file_units()
-    reader = {"npz": _npz_columns, "csv": _csv_columns, "mat": _mat_columns}[fmt]
     try:
-        columns = reader(path, keys, set(src.keys), src)
+        if fmt == "csv":
+            return _csv_columns(path, keys, set(src.keys), src), fmt, keys
+        return _array_columns(path, fmt, keys, set(src.keys), src), fmt, keys
     except OSError as exc:
         raise DataError(f"cannot read '{path}': {exc.strerror or exc}") from None
-    where = columns.where
-    _checked_time(columns)
-    joints, ignored_joints = _match_joints(columns, robot)
 
-    # time in s from the file's first sample (integers subtracted exactly: unix_ms, ns clocks)
-    scale, absolute = TIME_UNITS[units["t"]]
-    raw = columns.t
-    t_file = (raw - raw[0]) * scale
+
+def _trimmed_rows(src: LogSource, t_file: np.ndarray, where: str) -> slice:
+    """The samples the ``trim`` keeps (all without one); ``t_file`` is in s from the file's first sample."""
     n_file = t_file.shape[0]
     first, last = 0, n_file
     if src.trim is not None:
@@ -767,9 +722,11 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
                 f"trim {json.dumps(list(src.trim))} keeps {max(last - first, 0)} sample(s) of {where}, which spans "
                 f"{t_file[-1]:.6g} s from its first sample; widen the trim"
             )
-    rows = slice(first, last)
-    t = t_file[rows] - t_file[first]
+    return slice(first, last)
 
+
+def _si_signals(columns: _Columns, joints: list[int], rows: slice, robot, units: dict[str, str]):
+    """The robot's joint signals in the file, on ``rows``, in SI units (angles on revolute joints only)."""
     angular = np.array([kind != "prismatic" for kind in robot.joint_kinds])
     signals: dict[str, np.ndarray] = {}
     for signal in _JOINT_SIGNALS:
@@ -780,20 +737,20 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
             factor = np.where(angular, ANGLE_UNITS[signal][units[signal]], LENGTH_UNITS[units["length"]])
             x = x * factor if np.any(factor != 1.0) else x
         signals[signal] = x
+    return signals
 
-    name = src.name or _default_name(path.stem)
-    parts = _parts(t.shape[0], _gap_starts(t))
-    names = _part_names(name, len(parts))
-    derived = {s: _DERIVED_NOTE[s] for s in ("qd", "qdd") if s not in signals}
+
+def _experiment_pieces(src: LogSource, t, signals, parts, where: str, first: int) -> list[dict[str, np.ndarray]]:
+    """Each experiment ``(name, samples)`` of ``parts`` on its own: missing qd / qdd derived, then decimated."""
     pieces: list[dict[str, np.ndarray]] = []
-    for part_name, part in zip(names, parts, strict=True):
+    for part_name, part in parts:
         piece = {"t": t[part], **{s: x[part] for s, x in signals.items()}}
         context = f"{where}, experiment '{part_name}' (samples {first + part.start}:{first + part.stop} of the file)"
         try:
-            if "qd" in derived:
-                piece["qd"] = _derive(piece["t"], piece["q"])
-            if "qdd" in derived:
-                piece["qdd"] = _derive(piece["t"], piece["qd"])
+            if "qd" not in signals:
+                piece["qd"] = derive(piece["t"], piece["q"])
+            if "qdd" not in signals:
+                piece["qdd"] = derive(piece["t"], piece["qd"])
             if src.decimate > 1:
                 piece = {
                     s: downsample(x, src.decimate) if s == "t" else decimate(x, src.decimate) for s, x in piece.items()
@@ -801,17 +758,16 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
         except DataError as exc:
             raise DataError(f"{context}: {exc}") from None
         pieces.append(piece)
-    t_out = np.concatenate([p["t"] for p in pieces])
-    bounds = np.cumsum([0, *(p["t"].shape[0] for p in pieces)]).tolist()
-    entries = [
-        {"name": part_name, "start": a, "stop": b, "file": str(path)}
-        for part_name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)
-    ]
+    return pieces
 
+
+def _log_metadata(src: LogSource, path: Path, fmt: str, keys, columns: _Columns, robot, joints, signals, t_out):
+    """What a loaded log's metadata says of its file: robot (when the file names one), layout, joint columns, rate."""
     metadata: dict[str, Any] = {}
     stored = columns.metadata
     if isinstance(stored.get("robot"), str):
         metadata["robot"] = stored["robot"]  # only what the file says: a real log carries no robot name
+    units = src.file_units()
     metadata.update(
         {
             "source": "recorded log",
@@ -824,6 +780,14 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
             "rate_hz": 1.0 / float(np.median(np.diff(t_out))),
         }
     )
+    return metadata
+
+
+def _processing_metadata(src: LogSource, columns: _Columns, rows: slice, t, units, derived, n_parts: int):
+    """What a loaded log's metadata says of its processing: time origin, trim, decimation, derived signals."""
+    metadata: dict[str, Any] = {}
+    scale, absolute = TIME_UNITS[units["t"]]
+    raw, first = columns.t, rows.start
     if absolute:
         metadata["t0_unix"] = float(raw[first]) * scale
     elif raw[first] != 0:
@@ -832,8 +796,8 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
         metadata["trim"] = {
             "start": src.trim[0],
             "end": src.trim[1],
-            "samples": [first, last],
-            "file_samples": n_file,
+            "samples": [first, rows.stop],
+            "file_samples": raw.shape[0],
         }
     if src.decimate > 1:
         metadata["decimation"] = {
@@ -844,22 +808,9 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
         }
     if derived:
         metadata["derived_signals"] = {
-            s: note + (", within each experiment" if len(parts) > 1 else "") for s, note in derived.items()
+            s: note + (", within each experiment" if n_parts > 1 else "") for s, note in derived.items()
         }
-    if ignored_joints:
-        metadata["ignored_joints"] = ignored_joints
-    if columns.ignored:
-        metadata["ignored_columns"] = columns.ignored
-    if stored:
-        metadata["file_metadata"] = stored
-    metadata["experiments"] = entries
-    return Dataset(
-        t_out,
-        *(np.concatenate([p[s] for p in pieces]) for s in _JOINT_SIGNALS),
-        truth=None,
-        joint_names=list(robot.joint_names),
-        metadata=metadata,
-    )
+    return metadata
 
 
 def load_logs(
@@ -913,43 +864,6 @@ def load_logs(
 # experiments
 
 
-def _entries(ds: Dataset) -> list[dict[str, Any]] | None:
-    """``metadata["experiments"]`` of ``ds``, checked (DataError naming the problem), or None."""
-    metadata = getattr(ds, "metadata", None)  # any record with t, q, ... (a duck-typed one has none)
-    stored = metadata.get("experiments") if isinstance(metadata, dict) else None
-    if stored is None:
-        return None
-    fix = "fix or remove metadata['experiments'] (without it a record is split at its time gaps)"
-    if not isinstance(stored, list) or not stored:
-        raise DataError(f"metadata['experiments'] must be a non-empty list of {{name, start, stop}}; {fix}")
-    expected, seen = 0, set()
-    for k, entry in enumerate(stored):
-        if not isinstance(entry, Mapping):
-            raise DataError(f"metadata['experiments'][{k}] must be a mapping {{name, start, stop}}; {fix}")
-        name, start, stop = entry.get("name"), entry.get("start"), entry.get("stop")
-        try:
-            safe_name(name, "experiment name")
-        except ConfigError as exc:
-            raise DataError(f"metadata['experiments'][{k}]: {exc}") from None
-        if name in seen:
-            raise DataError(f"metadata['experiments'] names '{name}' twice; {fix}")
-        seen.add(name)
-        if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, stop)):
-            raise DataError(f"metadata['experiments'][{k}] ('{name}'): start and stop must be sample indices; {fix}")
-        if start != expected or stop <= start:
-            raise DataError(
-                f"metadata['experiments'][{k}] ('{name}') covers samples {start}:{stop} but must start at {expected} "
-                f"and end after it: the experiments cover the {ds.n_samples} samples in order; {fix}"
-            )
-        expected = stop
-    if expected != ds.n_samples:
-        raise DataError(
-            f"metadata['experiments'] covers samples 0:{expected} but the dataset has {ds.n_samples} (its arrays were "
-            f"cut without the metadata: Dataset.slice and subset keep the two in step); {fix}"
-        )
-    return [dict(entry) for entry in stored]
-
-
 def experiments(ds: Dataset) -> list[tuple[str, slice]]:
     """The experiments of a record: ``[(name, slice of samples), ...]`` in order, covering every sample.
 
@@ -962,7 +876,7 @@ def experiments(ds: Dataset) -> list[tuple[str, slice]]:
         DataError: ``metadata["experiments"]`` that is malformed, has unsafe or repeated names, or
             does not cover the samples 0..N in order.
     """
-    entries = _entries(ds)
+    entries = experiment_entries(ds)
     if entries is not None:
         return [(e["name"], slice(e["start"], e["stop"])) for e in entries]
     t = getattr(ds, "t", None)
@@ -1011,14 +925,7 @@ def stack_experiments(datasets: Sequence[Dataset], names: Sequence[str] | None =
         ConfigError: ``names`` of the wrong length or an unsafe name.
     """
     datasets = list(datasets)
-    if not datasets:
-        raise DataError("stack_experiments needs at least one dataset")
-    if names is not None:
-        names = list(names)
-        if len(names) != len(datasets):
-            raise ConfigError(f"stack_experiments got {len(names)} names for {len(datasets)} datasets; give one each")
-        for name in names:
-            safe_name(name, "experiment name")
+    names = _stack_names(datasets, names)
     joint_names = list(datasets[0].joint_names)
     for k, ds in enumerate(datasets[1:], start=1):
         if list(ds.joint_names) != joint_names:
@@ -1037,49 +944,9 @@ def stack_experiments(datasets: Sequence[Dataset], names: Sequence[str] | None =
     common = {k: v for k, v in metas[0].items() if all(k in m and m[k] == v for m in metas[1:])}
     if robots:
         common["robot"] = next(iter(robots))
-
-    entries: list[dict[str, Any]] = []
-    seen: dict[str, str] = {}
-    times, segments = [], []
-    start, previous = 0, None
-    for k, ds in enumerate(datasets):
-        shift = 0.0
-        if previous is not None:
-            gap = STACK_GAP_PERIODS * max(previous.dt, ds.dt)
-            shift = float(times[-1][-1] + gap - ds.t[0])
-        times.append(ds.t + shift)
-        segments += _segments(ds, shift)
-        own = {key: v for key, v in metas[k].items() if key not in common}
-        stored = _entries(ds)
-        if stored is None:
-            stored = [{"name": name, "start": s.start, "stop": s.stop, "file": None} for name, s in experiments(ds)]
-            if names is None:
-                base = f"experiment{k + 1}"
-                for entry, name in zip(stored, _part_names(base, len(stored)), strict=True):
-                    entry["name"] = name
-        if names is not None:
-            for entry, name in zip(stored, _part_names(names[k], len(stored)), strict=True):
-                entry["name"] = name
-        for entry in stored:
-            item = {key: v for key, v in entry.items() if key != "metadata"}
-            item.update(
-                start=start + entry["start"],
-                stop=start + entry["stop"],
-                file=entry.get("file") or ds.metadata.get("file"),
-                t_shift=float(entry.get("t_shift", 0.0)) + shift,
-            )
-            entry_meta = {**own, **entry.get("metadata", {})}
-            if entry_meta:
-                item["metadata"] = entry_meta
-            if item["name"] in seen:
-                raise DataError(
-                    f"experiment name '{item['name']}' appears twice in the stack ({seen[item['name']]} and recording "
-                    f"{k}{'' if item['file'] is None else ' ' + repr(item['file'])}); give each recording its own name"
-                )
-            seen[item["name"]] = f"recording {k}" + ("" if item["file"] is None else f" {item['file']!r}")
-            entries.append(item)
-        start += ds.n_samples
-        previous = ds
+    times, segments, entries = _stacked(
+        datasets, names, [{k: v for k, v in m.items() if k not in common} for m in metas]
+    )
     metadata = {**common, "experiments": entries}
     if any(ds.metadata.get("segments") for ds in datasets):
         metadata["segments"] = segments
@@ -1093,6 +960,74 @@ def stack_experiments(datasets: Sequence[Dataset], names: Sequence[str] | None =
         joint_names=joint_names,
         metadata=metadata,
     )
+
+
+def _stack_names(datasets: list[Dataset], names: Sequence[str] | None) -> list[str] | None:
+    """The names given to :func:`stack_experiments` as a list, checked (one safe name per recording)."""
+    if not datasets:
+        raise DataError("stack_experiments needs at least one dataset")
+    if names is None:
+        return None
+    names = list(names)
+    if len(names) != len(datasets):
+        raise ConfigError(f"stack_experiments got {len(names)} names for {len(datasets)} datasets; give one each")
+    for name in names:
+        safe_name(name, "experiment name")
+    return names
+
+
+def _named_entries(ds: Dataset, k: int, names: list[str] | None) -> list[dict[str, Any]]:
+    """The experiment entries of recording ``k`` (stored, or from its time gaps), named after ``names[k]``."""
+    stored = experiment_entries(ds)
+    if stored is None:
+        stored = [{"name": name, "start": s.start, "stop": s.stop, "file": None} for name, s in experiments(ds)]
+        if names is None:
+            base = f"experiment{k + 1}"
+            for entry, name in zip(stored, _part_names(base, len(stored)), strict=True):
+                entry["name"] = name
+    if names is not None:
+        for entry, name in zip(stored, _part_names(names[k], len(stored)), strict=True):
+            entry["name"] = name
+    return stored
+
+
+def _stacked(datasets: list[Dataset], names: list[str] | None, owns: list[dict[str, Any]]):
+    """The shifted times, segments and experiment entries of the recordings stacked one after the other.
+
+    ``owns[k]`` is what recording k's metadata does not share with the others (kept in its entries).
+    """
+    entries: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    times, segments = [], []
+    start, previous = 0, None
+    for k, ds in enumerate(datasets):
+        shift = 0.0
+        if previous is not None:
+            gap = STACK_GAP_PERIODS * max(previous.dt, ds.dt)
+            shift = float(times[-1][-1] + gap - ds.t[0])
+        times.append(ds.t + shift)
+        segments += _segments(ds, shift)
+        for entry in _named_entries(ds, k, names):
+            item = {key: v for key, v in entry.items() if key != "metadata"}
+            item.update(
+                start=start + entry["start"],
+                stop=start + entry["stop"],
+                file=entry.get("file") or ds.metadata.get("file"),
+                t_shift=float(entry.get("t_shift", 0.0)) + shift,
+            )
+            entry_meta = {**owns[k], **entry.get("metadata", {})}
+            if entry_meta:
+                item["metadata"] = entry_meta
+            if item["name"] in seen:
+                raise DataError(
+                    f"experiment name '{item['name']}' appears twice in the stack ({seen[item['name']]} and recording "
+                    f"{k}{'' if item['file'] is None else ' ' + repr(item['file'])}); give each recording its own name"
+                )
+            seen[item["name"]] = f"recording {k}" + ("" if item["file"] is None else f" {item['file']!r}")
+            entries.append(item)
+        start += ds.n_samples
+        previous = ds
+    return times, segments, entries
 
 
 def _piece(ds: Dataset, part: slice, metadata: dict[str, Any]) -> Dataset:
@@ -1124,7 +1059,7 @@ def per_experiment(ds: Dataset, func: Callable[[Dataset], Dataset]) -> Dataset:
             experiment's name and sample range; results with other joints or overlapping times.
     """
     parts = experiments(ds)
-    stored = _entries(ds)
+    stored = experiment_entries(ds)
     if stored is None and len(parts) == 1:
         return func(ds)
     base = {k: v for k, v in ds.metadata.items() if k != "experiments"}
