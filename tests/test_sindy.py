@@ -32,7 +32,7 @@ from robotid_sim.excitation.fourier import FourierExcitation
 from robotid_sim.excitation.polynomial import QuinticPolynomial
 from robotid_sim.excitation.stepwise import SLOW_SPEED, ConstantVelocity
 from robotid_sim.identification import FeatureLibrary, FeatureLibraryModel, IdentificationProblem, load_model
-from robotid_sim.identification.kinds import Feature
+from robotid_sim.identification.features import Feature
 from robotid_sim.identification.sindy import (
     SEED_ORDERS,
     STEP_LABELS,

@@ -7,7 +7,7 @@ feature set holds the monomials of degree ≤ N1 in the elementary functions E =
 E_i = {sin q_i, cos q_i} for a revolute joint and {q_i} for a prismatic one (the products up to
 order N1 of {1} ∪ E_i, Eq. 10–11): C(|E| + N1, N1) features (Eq. 13). The second feature set holds
 monomials of the velocities and accelerations; the library is every product of a first and a second
-feature. Products are built in canonical form (:meth:`~robotid_sim.identification.kinds.Feature.__mul__`),
+feature. Products are built in canonical form (:meth:`~robotid_sim.identification.features.Feature.__mul__`),
 so a monomial reached in two ways appears once. The seed's sizes are reproduced exactly
 (:data:`SEED_ORDERS`):
 
@@ -60,7 +60,8 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError, IdentificationError
 from robotid_sim.excitation.base import STEPWISE_LABELS, STEPWISE_TRANSITION, Segment
-from robotid_sim.identification.kinds import GAUSSIAN, Factor, Feature, FeatureLibrary, FeatureLibraryModel
+from robotid_sim.identification.features import GAUSSIAN, Factor, Feature, FeatureLibrary
+from robotid_sim.identification.models import FeatureLibraryModel
 
 logger = logging.getLogger(__name__)
 
