@@ -7,6 +7,7 @@ import numpy as np
 from robotid_sim.dynamics.forward import solve_forward
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ModelError
+from robotid_sim.identification.lagrangian_basis import LagrangianBasis
 from robotid_sim.identification.model import IdentifiedModel, readonly_array, state_array, state_field
 
 
@@ -14,22 +15,20 @@ class LagrangianFeatureModel(IdentifiedModel):
     """τ = A(q) qdd + B(q)[qd qd] + C(q)[qd²] + G(q) + friction, from trigonometric features (seed 002).
 
     A(q) is parameterised once per upper-triangle entry (symmetric by construction), B and C are its
-    Christoffel symbols and G the gradient of a potential (:mod:`robotid_sim.identification.auto_features`).
+    Christoffel symbols and G the gradient of a potential (:mod:`robotid_sim.identification.lagrangian_basis`).
     Needs no robot description; forward dynamics solve A(q) qdd = τ − h(q, qd).
 
     ``A``, ``B``, ``C``, ``G`` are seed 002's names of :meth:`mass_matrix`, :meth:`coriolis_matrix`,
     :meth:`centrifugal_matrix` and :meth:`gravity_torque`.
 
     Attributes:
-        basis: the :class:`~robotid_sim.identification.auto_features.LagrangianBasis`.
+        basis: the :class:`~robotid_sim.identification.lagrangian_basis.LagrangianBasis`.
         coefficients: (P,) θ in the basis' layout (mass, potential, friction).
     """
 
     kind = "lagrangian_features"
 
     def __init__(self, basis, coefficients, joint_names=None, **common):
-        from robotid_sim.identification.auto_features import LagrangianBasis
-
         if not isinstance(basis, LagrangianBasis):
             raise ModelError(f"basis must be a LagrangianBasis, got {type(basis).__name__}")
         self.basis = basis
@@ -117,8 +116,6 @@ class LagrangianFeatureModel(IdentifiedModel):
 
     @classmethod
     def _from_state(cls, data, arrays):
-        from robotid_sim.identification.auto_features import LagrangianBasis
-
         basis = LagrangianBasis.from_dict(state_field(data, "basis", dict, "the feature basis (a JSON object)"))
         coefficients = state_array(arrays, "coefficients", shape=(len(basis),))
         names = state_field(data, "joint_names", list, "a list of joint names")
