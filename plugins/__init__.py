@@ -1,6 +1,7 @@
 """robotid_sim's built-in plugins (installed as the package ``robotid_sim_plugins``).
 
-Each module here is one plugin: it implements one or more hooks of
+Each module here is one plugin (a plugin past about 300 lines is a package, e.g. ``sindy/``, whose
+``__init__.py`` holds the hooks and the estimator code in modules beside it): it implements one or more hooks of
 :mod:`robotid_sim.hookspecs` with ``@hookimpl`` functions, for example::
 
     @hookimpl
@@ -18,7 +19,7 @@ the ``robotid_sim`` group in robotid_sim's ``pyproject.toml`` (``ols =
 "robotid_sim_plugins.ols"``) and loaded by :mod:`robotid_sim.plugins` exactly like a
 third-party plugin package would be, so the built-ins are the reference examples of the plugin
 interface (see ``docs/plugins.md`` and ``examples/plugin_template/``). A new built-in plugin is
-a new module here plus its entry-point line; adding it to
+a new module (or package) here plus its entry-point line; adding it to
 :data:`robotid_sim.plugins.DEFAULT_PLUGINS` as well keeps it available when the installed
 package metadata is stale.
 """

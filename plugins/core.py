@@ -89,7 +89,7 @@ def register_robots(register):
 
 @hookimpl
 def register_model_kinds(register):
-    from robotid_sim.identification.kinds import BUILTIN_MODEL_KINDS
+    from robotid_sim.identification.models import BUILTIN_MODEL_KINDS
 
     for cls in BUILTIN_MODEL_KINDS:
         register(cls.kind, cls)

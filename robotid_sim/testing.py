@@ -55,7 +55,7 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError
 from robotid_sim.identification import Estimator, IdentificationProblem, IdentifiedModel, load_model
-from robotid_sim.identification.kinds import LinearParameterModel
+from robotid_sim.identification.models import LinearParameterModel
 
 #: relative tolerance of the noise-free truth check
 TRUTH_TOLERANCE = 1e-6

@@ -19,7 +19,7 @@ from robotid_sim_plugins.ols import OLSEstimator
 import robotid_sim as rid
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import IdentificationProblem, LagrangianFeatureModel, load_model
-from robotid_sim.identification.auto_features import LagrangianBasis, planar_terms
+from robotid_sim.identification.lagrangian_basis import LagrangianBasis, planar_terms
 from robotid_sim.testing import _data, check_estimator
 
 ROBOTS = Path(__file__).resolve().parents[1] / "robots"

@@ -17,6 +17,22 @@ from math import comb
 import numpy as np
 import pytest
 import sklearn.linear_model  # noqa: F401  (imported once here, so no fit time below pays for it)
+from robotid_sim_plugins.sindy.libraries import (
+    SEED_ORDERS,
+    first_feature_set,
+    friction_candidates,
+    sindy_library,
+    stepwise_libraries,
+)
+from robotid_sim_plugins.sindy.segmentation import (
+    STEP_LABELS,
+    elbow,
+    rai_scales,
+    relative_activation_indicator,
+    segment_by_labels,
+    segment_by_rai,
+)
+from robotid_sim_plugins.sindy.sparse import sparse_regression
 
 import robotid_sim as rid
 from robotid_sim.errors import ConfigError, IdentificationError
@@ -32,21 +48,7 @@ from robotid_sim.excitation.fourier import FourierExcitation
 from robotid_sim.excitation.polynomial import QuinticPolynomial
 from robotid_sim.excitation.stepwise import SLOW_SPEED, ConstantVelocity
 from robotid_sim.identification import FeatureLibrary, FeatureLibraryModel, IdentificationProblem, load_model
-from robotid_sim.identification.kinds import Feature
-from robotid_sim.identification.sindy import (
-    SEED_ORDERS,
-    STEP_LABELS,
-    elbow,
-    first_feature_set,
-    friction_candidates,
-    rai_scales,
-    relative_activation_indicator,
-    segment_by_labels,
-    segment_by_rai,
-    sindy_library,
-    sparse_regression,
-    stepwise_libraries,
-)
+from robotid_sim.identification.features import Feature
 from robotid_sim.sim.dataset import Dataset, Signals
 from robotid_sim.sim.noise import noise_from_config
 from robotid_sim.testing import (

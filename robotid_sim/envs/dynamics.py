@@ -11,9 +11,9 @@ parameters are drawn from N(θ̂, s²·Σ), Σ the model's covariance and s the
 ``parameter_draw_scale``: domain randomisation from the identification's own uncertainty. Σ may
 be singular (a parameter the data fixed exactly): draws use its symmetric square root (negative
 eigenvalues from rounding clipped to 0). Only models linear in their parameters
-(:class:`~robotid_sim.identification.kinds.LinearParameterModel`: OLS, WLS, IRLS, ...) with a
+(:class:`~robotid_sim.identification.models.linear.LinearParameterModel`: OLS, WLS, IRLS, ...) with a
 covariance can be drawn. Each copy's draw becomes a full standard parameter vector
-(:meth:`~robotid_sim.identification.kinds.LinearParameterModel.standard_equivalent`), and
+(:meth:`~robotid_sim.identification.models.linear.LinearParameterModel.standard_equivalent`), and
 :class:`CopyParameters` steps all copies, each with its own parameters, through the compiled
 per-sample CRBA + RNEA + LU of :mod:`robotid_sim.dynamics._crba_kernels` in one call.
 """
@@ -34,7 +34,7 @@ class CovarianceDraws:
     """
 
     def __init__(self, model, scale: float = 1.0):
-        from robotid_sim.identification.kinds import LinearParameterModel
+        from robotid_sim.identification.models import LinearParameterModel
 
         what = f"this {model.kind} model" + (f" (estimator '{model.estimator}')" if model.estimator else "")
         if not isinstance(model, LinearParameterModel):
@@ -63,7 +63,7 @@ class CopyParameters:
     """Standard parameters per copy of a linear model's robot, and the forward dynamics of all copies.
 
     Args:
-        model: a :class:`~robotid_sim.identification.kinds.LinearParameterModel`.
+        model: a :class:`~robotid_sim.identification.models.linear.LinearParameterModel`.
         copies: B.
 
     Every copy starts with the model's own parameters; :meth:`set` gives copy i its draw.

@@ -1,16 +1,7 @@
 """Identification: the problem given to estimators, the estimator interface, identified models, metrics."""
 
 from robotid_sim.identification.estimator import Estimator, EstimatorOptions, EstimatorSpec
-from robotid_sim.identification.kinds import (
-    BaseParameterModel,
-    FeatureLibrary,
-    FeatureLibraryModel,
-    LagrangianFeatureModel,
-    LinearParameterModel,
-    MLPCorrection,
-    ResidualModel,
-    StandardParameterModel,
-)
+from robotid_sim.identification.features import FeatureLibrary
 from robotid_sim.identification.least_squares import (
     JointWeightedLeastSquares,
     LeastSquaresFit,
@@ -19,6 +10,15 @@ from robotid_sim.identification.least_squares import (
     weighted_least_squares,
 )
 from robotid_sim.identification.model import History, IdentifiedModel, load_model
+from robotid_sim.identification.models import (
+    BaseParameterModel,
+    FeatureLibraryModel,
+    LagrangianFeatureModel,
+    LinearParameterModel,
+    MLPCorrection,
+    ResidualModel,
+    StandardParameterModel,
+)
 from robotid_sim.identification.problem import IdentificationProblem
 
 __all__ = [

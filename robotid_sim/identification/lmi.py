@@ -412,7 +412,7 @@ def base_consistency(structure, K: np.ndarray, beta: np.ndarray) -> Consistency:
 def model_consistency(model) -> Consistency | None:
     """:func:`standard_consistency` or :func:`base_consistency` of a model linear in inertial parameters
     (a residual model: of its base model); None for a model without inertial parameters."""
-    from robotid_sim.identification.kinds import BaseParameterModel, ResidualModel, StandardParameterModel
+    from robotid_sim.identification.models import BaseParameterModel, ResidualModel, StandardParameterModel
 
     while isinstance(model, ResidualModel):
         model = model.base

@@ -4,7 +4,7 @@
 motor torque, gives its mass matrix and forward dynamics, says which estimator made it with
 which options, carries its ``diagnostics`` (everything the runner and the report show: fit
 time, iterations, outliers, condition number, ...) and, for online and iterative methods, its
-parameter ``history``. The concrete kinds are in :mod:`robotid_sim.identification.kinds`.
+parameter ``history``. The concrete kinds are in :mod:`robotid_sim.identification.models`, one per module.
 
 Saved models are self-contained and safe to load:
 
@@ -275,6 +275,26 @@ class IdentifiedModel(ABC):
         return path
 
 
+def readonly_array(x, what: str = "values") -> np.ndarray:
+    """``x`` as a read-only float array, for a model's values and coefficients.
+
+    Raises:
+        ModelError: ``x`` is not real numbers (boolean, complex, text), naming ``what``.
+    """
+    raw = np.asarray(x)
+    if raw.dtype.kind not in "iuf" and not (raw.dtype == object and raw.size == 0):
+        raise ModelError(f"{what} must be real numbers, got dtype {raw.dtype}")
+    arr = np.array(raw, dtype=float)
+    arr.flags.writeable = False
+    return arr
+
+
+def short_repr(value, limit: int = 120) -> str:
+    """``repr(value)``, cut to ``limit`` characters (ending in ``...``) for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 _MISSING = object()
 
 
@@ -441,6 +461,8 @@ __all__ = [
     "load_model",
     "model_from_state",
     "prefixed",
+    "readonly_array",
+    "short_repr",
     "state_array",
     "state_field",
 ]

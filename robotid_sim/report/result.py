@@ -113,7 +113,7 @@ def _steps_of(model) -> list[dict] | None:
     return [dict(s) for s in steps]
 
 
-#: the diagnostics of a feature-library model the report reads (``sindy``, ``stepwise_sindy``; plugins/sindy.py)
+#: the diagnostics of a feature-library model the report reads (``sindy``, ``stepwise_sindy``; plugins/sindy/)
 SPARSE_DIAGNOSTICS = (
     "library_size",
     "library_sizes",

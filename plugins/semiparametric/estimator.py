@@ -1,5 +1,5 @@
-"""Built-in estimator ``semiparametric``: a rigid-body model plus a neural-network correction
-trained on its residual (seed 001 §4.4, Eq. 33)."""
+"""The ``semiparametric`` estimator (seed 001 §4.4, Eq. 33): options, the rigid-body fit, the hold-out, the data
+the network is trained on, diagnostics."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, field_validator
+from robotid_sim_plugins.semiparametric.training import TrainingSettings, train_network
 
 from robotid_sim.errors import ConfigError, IdentificationError, PluginError
-from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import (
     Estimator,
     EstimatorOptions,
@@ -20,8 +20,6 @@ from robotid_sim.identification import (
     ResidualModel,
 )
 from robotid_sim.identification.metrics import robust_std
-
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: the validation hold-out is cut into at most this many contiguous blocks, spread evenly over the record
 VALIDATION_BLOCKS = 5
@@ -285,144 +283,21 @@ class SemiparametricEstimator(Estimator):
         return everything[~held_out], everything[held_out]
 
     def _train(self, X, Y, M, train, validation, *, n_out: int) -> dict:
-        """Train on standardised inputs X (N, d), scaled targets Y (N, n) and row weights M (N, n).
-
-        One torch thread, the caller's thread count and global random state restored afterwards.
-        """
-        import torch
-
-        threads = torch.get_num_threads()
-        try:
-            torch.set_num_threads(1)
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(self.seed)
-                return self._train_torch(torch, X, Y, M, train, validation, n_out)
-        finally:
-            torch.set_num_threads(threads)
-
-    def _train_torch(self, torch, X, Y, M, train, validation, n) -> dict:
-        # the network as G groups of one layout: G = 1 coupled network over all d inputs, or G = n
-        # per-joint networks over that joint's len(inputs) signals (batched: tensors (G, samples, width))
-        s = len(self.inputs)
-        grouped = X.reshape(len(X), s, n).transpose(2, 0, 1) if self.per_joint else X[None]
-        G = grouped.shape[0]
-        widths = [grouped.shape[2], *self.hidden, 1 if self.per_joint else n]
-        Xt, Xv = (torch.from_numpy(np.ascontiguousarray(grouped[:, rows])) for rows in (train, validation))
-        Yt, Yv, Mt, Mv = (
-            torch.from_numpy(np.ascontiguousarray(a[rows])) for a in (Y, M) for rows in (train, validation)
+        """Train on standardised inputs X (N, d), scaled targets Y (N, n) and row weights M (N, n)
+        (:func:`~robotid_sim_plugins.semiparametric.training.train_network`)."""
+        settings = TrainingSettings(
+            signals=len(self.inputs),
+            hidden=tuple(self.hidden),
+            activation=self.activation,
+            per_joint=self.per_joint,
+            epochs=self.epochs,
+            learning_rate=self.learning_rate,
+            batch_size=self.batch_size,
+            weight_decay=self.weight_decay,
+            patience=self.patience,
+            seed=self.seed,
         )
-        if float(Mt.sum()) == 0:
-            raise IdentificationError(
-                "estimator 'semiparametric': the velocity dead-band leaves no row of the training samples in use; "
-                "lower velocity_deadband"
-            )
-        params = []
-        for fan_in, fan_out in zip(widths[:-1], widths[1:], strict=True):
-            bound = 1.0 / math.sqrt(fan_in)  # torch.nn.Linear's default initialisation
-            W = torch.empty(G, fan_out, fan_in, dtype=torch.float64).uniform_(-bound, bound)
-            b = torch.empty(G, 1, fan_out, dtype=torch.float64).uniform_(-bound, bound)
-            params += [W.requires_grad_(), b.requires_grad_()]
-        with torch.no_grad():  # start from the training targets' mean: the output bias
-            counts = Mt.sum(dim=0)
-            mean = torch.where(counts > 0, (Yt * Mt).sum(dim=0) / counts.clamp_min(1), 0.0)
-            params[-1].copy_(mean.reshape(params[-1].shape))
-        act = torch.tanh if self.activation == "tanh" else torch.relu
-        layers = len(widths) - 1
-
-        def net(x):  # (G, B, in) -> (B, n)
-            h = x
-            for k in range(layers):
-                h = torch.baddbmm(params[2 * k + 1], h, params[2 * k].transpose(1, 2))
-                if k < layers - 1:
-                    h = act(h)
-            return h.permute(1, 0, 2).reshape(h.shape[1], n)
-
-        def loss_of(pred, target, weight):
-            return ((pred - target) ** 2 * weight).sum() / weight.sum().clamp_min(1.0)
-
-        def evaluate(x, y, m) -> float:
-            with torch.no_grad():
-                return float(loss_of(net(x), y, m))
-
-        optimiser = torch.optim.AdamW(params, lr=self.learning_rate, weight_decay=self.weight_decay)
-        generator = torch.Generator().manual_seed(self.seed)
-        has_validation = validation.size > 0
-        if has_validation and float(Mv.sum()) == 0:
-            raise IdentificationError(
-                "estimator 'semiparametric': the velocity dead-band leaves no row of the held-out samples in use; "
-                "lower velocity_deadband, or set validation_fraction to 0"
-            )
-        size = Xt.shape[1]
-        batch = min(self.batch_size, size)
-        best_loss, best_epoch, best = math.inf, 0, None
-        train_curve: list[float] = []
-        validation_curve: list[float] = []
-        epoch = 0
-        for epoch in range(1, self.epochs + 1):
-            order = torch.randperm(size, generator=generator)
-            total, weight = 0.0, 0.0
-            for start in range(0, size, batch):
-                index = order[start : start + batch]
-                m = Mt[index]
-                in_use = float(m.sum())
-                if in_use == 0:
-                    continue
-                loss = loss_of(net(Xt[:, index]), Yt[index], m)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                total += float(loss.detach()) * in_use
-                weight += in_use
-            train_curve.append(total / weight)
-            if not has_validation:
-                continue
-            current = evaluate(Xv, Yv, Mv)
-            validation_curve.append(current)
-            if current < best_loss:
-                best_loss, best_epoch = current, epoch
-                best = [p.detach().clone() for p in params]
-            elif epoch - best_epoch >= self.patience:
-                break
-        if best is not None:
-            with torch.no_grad():
-                for p, kept in zip(params, best, strict=True):
-                    p.copy_(kept)
-        else:
-            best_epoch = epoch
-        if not all(bool(torch.isfinite(p).all()) for p in params):
-            raise IdentificationError(
-                f"estimator 'semiparametric': the network training diverged (non-finite weights after {epoch} "
-                "epochs); lower learning_rate"
-            )
-        grouped_weights = [params[2 * k].detach().numpy().copy() for k in range(layers)]
-        grouped_biases = [params[2 * k + 1].detach().numpy()[:, 0, :].copy() for k in range(layers)]
-        weights, biases = _dense(grouped_weights, grouped_biases, n, s, self.per_joint)
-        return {
-            "weights": weights,
-            "biases": biases,
-            "parameters": int(sum(p.numel() for p in params)),
-            "epochs_run": epoch,
-            "best_epoch": best_epoch,
-            "train_loss": evaluate(Xt, Yt, Mt),
-            "validation_loss": evaluate(Xv, Yv, Mv) if has_validation else None,
-            "train_curve": train_curve,
-            "validation_curve": validation_curve,
-        }
-
-
-def _dense(weights, biases, n: int, s: int, per_joint: bool):
-    """The grouped layers (G, out, in), (G, out) as the dense matrices of one MLP (MLPCorrection's layout).
-
-    Coupled (G = 1): the group's own. Per joint (G = n): block diagonal, hidden unit o of joint j at
-    row j·out + o; the first layer reads joint j's signals at input columns k·n + j (signals
-    concatenated signal by signal); the last layer's block j is joint j's output row.
-    """
-    if not per_joint:
-        return tuple(W[0] for W in weights), tuple(b[0] for b in biases)
-    eye = np.eye(n)
-    first = np.einsum("jhk,jm->jhkm", weights[0], eye).reshape(n * weights[0].shape[1], s * n)
-    rest = [np.einsum("jab,jm->jamb", W, eye).reshape(n * W.shape[1], n * W.shape[2]) for W in weights[1:]]
-    return (first, *rest), tuple(b.reshape(-1) for b in biases)
+        return train_network(settings, X, Y, M, train, validation, n_out)
 
 
 def _standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -465,8 +340,3 @@ def _rms_in_use(residual: np.ndarray, use: np.ndarray) -> np.ndarray:
     """Per-joint RMS of ``residual`` (N, n) over the rows in use."""
     count = use.sum(axis=0)
     return np.sqrt(np.where(use, residual**2, 0.0).sum(axis=0) / np.maximum(count, 1))
-
-
-@hookimpl
-def register_estimators(register):
-    register("semiparametric", SemiparametricEstimator)

@@ -1,10 +1,4 @@
-"""Built-in estimators ``sindy`` and ``stepwise_sindy`` (seed 000, Guo et al. 2025; SPEC §8).
-
-Both return a :class:`~robotid_sim.identification.FeatureLibraryModel` holding only the active terms: a
-symbolic model (``model.equations()``) that predicts torque and, when linear in qdd, gives forward
-dynamics, so it serves controllers and Gymnasium envs like any other model. The building blocks (DLG
-libraries, RAI + k-means, the Lasso) are in :mod:`robotid_sim.identification.sindy`.
-"""
+"""The estimators ``sindy`` and ``stepwise_sindy`` (seed 000, Guo et al. 2025): options, fit, diagnostics."""
 
 from __future__ import annotations
 
@@ -13,29 +7,22 @@ from typing import Literal
 
 import numpy as np
 from pydantic import Field, field_validator
-
-from robotid_sim.errors import IdentificationError
-from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import Estimator, EstimatorOptions, FeatureLibraryModel
-from robotid_sim.identification.sindy import (
+from robotid_sim_plugins.sindy.libraries import STRIBECK_VELOCITIES, sindy_library, stepwise_libraries
+from robotid_sim_plugins.sindy.segmentation import (
     K_MAX,
     RAI_H,
     RAI_W_ACCELERATION,
     RAI_W_VELOCITY,
     STEP_LABELS,
-    STRIBECK_VELOCITIES,
     Segmentation,
-    check_step_samples,
     rai_scales,
     segment_by_rai,
     segmentation_from_problem_labels,
-    sindy_library,
-    sparse_model,
-    sparse_regression,
-    stepwise_libraries,
 )
+from robotid_sim_plugins.sindy.sparse import sparse_model, sparse_regression
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+from robotid_sim.errors import IdentificationError
+from robotid_sim.identification import Estimator, EstimatorOptions, FeatureLibraryModel
 
 #: the steps of stepwise SINDy, by number
 STEP_NAMES = ("Step I", "Step II", "Step III")
@@ -127,7 +114,7 @@ class SINDyEstimator(Estimator):
         )
 
     def library(self, structure):
-        """The :class:`~robotid_sim.identification.sindy.DLGLibrary` this estimator fits on ``structure``."""
+        """The :class:`~robotid_sim_plugins.sindy.libraries.DLGLibrary` this estimator fits on ``structure``."""
         return sindy_library(
             structure.joint_kinds,
             self.first_order,
@@ -165,6 +152,24 @@ class SINDyEstimator(Estimator):
             "lasso_converged": fit.converged.tolist(),
         }
         return sparse_model([library], [fit.coefficients], problem.structure.joint_names, diagnostics=diagnostics)
+
+
+def check_step_samples(label: str, count: int, minimum: int, library_size: int) -> None:
+    """Refuse a stepwise step whose state has fewer than ``minimum`` samples, naming the state and the fix.
+
+    Raises:
+        IdentificationError: too few samples of ``label``.
+    """
+    if count >= minimum:
+        return
+    step = {STEP_LABELS[0]: "Step I", STEP_LABELS[1]: "Step II", STEP_LABELS[2]: "Step III"}[label]
+    what = "no" if count == 0 else f"only {count}"
+    raise IdentificationError(
+        f"stepwise_sindy: {step} needs data in the '{label}' state but the data has {what} such samples (at least "
+        f"{minimum} wanted, library of {library_size} candidates); record the stepwise collection (excitation type "
+        "'stepwise': static poses, constant-velocity sweeps and Fourier segments), lower 'min_samples', or stop "
+        "earlier with 'steps'"
+    )
 
 
 class StepwiseSINDyEstimator(Estimator):
@@ -247,7 +252,7 @@ class StepwiseSINDyEstimator(Estimator):
             return value
 
     def libraries(self, structure):
-        """The three :class:`~robotid_sim.identification.sindy.DLGLibrary` of Steps I, II, III on ``structure``."""
+        """The three :class:`~robotid_sim_plugins.sindy.libraries.DLGLibrary` of Steps I, II, III on ``structure``."""
         return stepwise_libraries(
             structure.joint_kinds,
             self.first_orders,
@@ -344,9 +349,3 @@ class StepwiseSINDyEstimator(Estimator):
             steps=steps,
         )
         return model
-
-
-@hookimpl
-def register_estimators(register):
-    register("sindy", SINDyEstimator)
-    register("stepwise_sindy", StepwiseSINDyEstimator)

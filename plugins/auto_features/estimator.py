@@ -1,12 +1,4 @@
-"""Built-in estimator ``auto_features`` (seed 002, Petersen; SPEC §8): model-free dynamics of a revolute arm.
-
-From q, qd and τ alone — no URDF, no inertial parameter, no regressor of the robot; only its joint count and
-that every joint is revolute — it smooths the positions by LOOCV, differentiates them, builds the structured
-trigonometric features of A(q), B(q), C(q), G(q) and fits them by least squares. The model
-(:class:`~robotid_sim.identification.LagrangianFeatureModel`) gives the four matrices as functions and a forward
-model A⁻¹(τ − h), so it serves controllers and Gymnasium envs like any other model. The building blocks are in
-:mod:`robotid_sim.identification.auto_features`.
-"""
+"""The ``auto_features`` estimator (seed 002): LOOCV smoothing, derivatives, structured features, least squares."""
 
 from __future__ import annotations
 
@@ -14,20 +6,12 @@ from typing import Literal
 
 import numpy as np
 from pydantic import Field
+from robotid_sim_plugins.auto_features.derivatives import cross_validated_window, differentiate, loocv_smooth
+from robotid_sim_plugins.auto_features.fit import fit_basis
 
 from robotid_sim.errors import ConfigError, DataError
-from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import Estimator, EstimatorOptions, LagrangianFeatureModel
-from robotid_sim.identification.auto_features import (
-    FRICTION_SETS,
-    LagrangianBasis,
-    cross_validated_window,
-    differentiate,
-    fit_basis,
-    loocv_smooth,
-)
-
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+from robotid_sim.identification.lagrangian_basis import FRICTION_SETS, LagrangianBasis
 
 
 class AutoFeaturesEstimator(Estimator):
@@ -148,8 +132,3 @@ class AutoFeaturesEstimator(Estimator):
             samples=problem.n_samples,
         )
         return model
-
-
-@hookimpl
-def register_estimators(register):
-    register("auto_features", AutoFeaturesEstimator)
