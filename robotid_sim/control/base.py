@@ -28,6 +28,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.hookspecs import class_registration_problem
 
 #: seed 000's PID gains, "Kp = 80, Ki = 8, and Kd = 2" (N·m/rad, N·m/(rad·s), N·m·s/rad), shared by
 #: every controller of its comparison (``pid``, ``feedforward``, and ``pd`` without the integral)
@@ -164,7 +165,22 @@ class Controller(ABC):
     #: option -> the attribute it is stored under, where the two differ (a model-based controller keeps its
     #: ``model`` option as ``model_option``, and ``model`` is the model it resolved against the plant)
     option_attributes: ClassVar[dict[str, str]] = {}
+    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
+    registry_hook: ClassVar[str] = "register_controllers"
     plant: Plant | None = None
+
+    @classmethod
+    def registered_name(cls) -> str:
+        """The name this controller registers under, :attr:`name` (``register(cls)`` in a plugin)."""
+        return cls.name
+
+    @classmethod
+    def registration_problem(cls, name: str) -> str | None:
+        """What the controller registry expects instead of this class registered as ``name``; None when it is fine.
+
+        See :func:`robotid_sim.hookspecs.class_registration_problem`: concrete, and ``cls.name == name``.
+        """
+        return class_registration_problem(cls, name, "robotid_sim.control.Controller", "name")
 
     @property
     def label(self) -> str:

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from robotid_sim.errors import ConfigError, IdentificationError
+from robotid_sim.hookspecs import class_registration_problem
 from robotid_sim.identification.model import IdentifiedModel
 from robotid_sim.identification.problem import IdentificationProblem
 
@@ -94,6 +95,21 @@ class Estimator:
     Options: ClassVar[type[EstimatorOptions] | None] = None
     biased: ClassVar[bool] = False
     streams_regressor: ClassVar[bool] = False
+    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
+    registry_hook: ClassVar[str] = "register_estimators"
+
+    @classmethod
+    def registered_name(cls) -> str:
+        """The name this estimator registers under, :attr:`name` (``register(cls)`` in a plugin)."""
+        return cls.name
+
+    @classmethod
+    def registration_problem(cls, name: str) -> str | None:
+        """What the estimator registry expects instead of this class registered as ``name``; None when it is fine.
+
+        See :func:`robotid_sim.hookspecs.class_registration_problem`: concrete, and ``cls.name == name``.
+        """
+        return class_registration_problem(cls, name, "robotid_sim.identification.Estimator", "name")
 
     def __init__(self, **options):
         model = type(self).options_model()
