@@ -17,20 +17,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from robotid_sim.control.base import (
+from robotid_sim.control.pid import PID, SEED000_KD, SEED000_KI, SEED000_KP
+from robotid_sim.errors import ConfigError, RobotIdError
+from robotid_sim.sim.tracking import (
     COMPUTED_TORQUE_KD,
     COMPUTED_TORQUE_KP,
-    SEED000_KD,
-    SEED000_KI,
-    SEED000_KP,
+    ComputedTorquePD,
     Controller,
     Plant,
     Reference,
     model_torque,
 )
-from robotid_sim.control.pd import ComputedTorquePD
-from robotid_sim.control.pid import PID
-from robotid_sim.errors import ConfigError, RobotIdError
 
 
 def resolve_model(value: Any, plant: Plant, controller: str, methods: tuple[str, ...] = ()) -> Any:

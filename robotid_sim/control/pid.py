@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from robotid_sim.control.base import (
-    SEED000_KD,
-    SEED000_KI,
-    SEED000_KP,
-    Controller,
-    Plant,
-    Reference,
-    flag_option,
-    per_joint_gain,
-)
+from robotid_sim.sim.tracking import Controller, Plant, Reference, flag_option, per_joint_gain
+
+#: seed 000's PID gains, "Kp = 80, Ki = 8, and Kd = 2" (N·m/rad, N·m/(rad·s), N·m·s/rad), shared by
+#: every controller of its comparison (``pid``, ``feedforward``, and ``pd`` without the integral)
+SEED000_KP = 80.0
+SEED000_KI = 8.0
+SEED000_KD = 2.0
 
 
 class PID(Controller):

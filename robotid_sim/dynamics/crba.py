@@ -17,7 +17,7 @@ Rigid body only: friction, which lives in Python model objects, is the caller's 
 (:class:`robotid_sim.robot.model.Robot` does). Rotor inertia is an optional diagonal added to M.
 
 Functions (q, qd, qdd, tau are (N, n), or (n,) for one sample; ``joints`` is a sequence of
-:class:`~robotid_sim.robot.chain.Joint`, whose ``inertial`` fields are ignored, or
+:class:`~robotid_sim.dynamics.chain.Joint`, whose ``inertial`` fields are ignored, or
 :func:`pack_chain` of one; ``inertials`` is (n, 10)):
 
 - :func:`mass_matrix_and_bias` ``(joints, inertials, gravity, q, qd, rotor_inertia=None) -> (M, h)``
@@ -52,14 +52,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from robotid_sim.dynamics.chain import Joint
 from robotid_sim.errors import DataError, ModelError
-
-if TYPE_CHECKING:  # no run-time import of robotid_sim.robot: this module must import on its own
-    from robotid_sim.robot.chain import Joint
 
 #: batches of at least this many samples use the threaded (prange) kernels
 PARALLEL_MIN_SAMPLES = 2048

@@ -95,21 +95,6 @@ class Estimator:
     Options: ClassVar[type[EstimatorOptions] | None] = None
     biased: ClassVar[bool] = False
     streams_regressor: ClassVar[bool] = False
-    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
-    registry_hook: ClassVar[str] = "register_estimators"
-
-    @classmethod
-    def registered_name(cls) -> str:
-        """The name this estimator registers under, :attr:`name` (``register(cls)`` in a plugin)."""
-        return cls.name
-
-    @classmethod
-    def registration_problem(cls, name: str) -> str | None:
-        """What the estimator registry expects instead of this class registered as ``name``; None when it is fine.
-
-        See :func:`robotid_sim.hookspecs.class_registration_problem`: concrete, and ``cls.name == name``.
-        """
-        return class_registration_problem(cls, name, "robotid_sim.identification.Estimator", "name")
 
     def __init__(self, **options):
         model = type(self).options_model()
@@ -183,6 +168,22 @@ class Estimator:
         Raise one :class:`~robotid_sim.errors.ConfigError` naming the estimator and the option. The default
         accepts every robot.
         """
+
+    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
+    registry_hook: ClassVar[str] = "register_estimators"
+
+    @classmethod
+    def registered_name(cls) -> str:
+        """The name this estimator registers under, :attr:`name` (``register(cls)`` in a plugin)."""
+        return cls.name
+
+    @classmethod
+    def registration_problem(cls, name: str) -> str | None:
+        """What the estimator registry expects instead of this class registered as ``name``; None when it is fine.
+
+        See :func:`robotid_sim.hookspecs.class_registration_problem`: concrete, and ``cls.name == name``.
+        """
+        return class_registration_problem(cls, name, "robotid_sim.identification.Estimator", "name")
 
     def _fit(self, problem: IdentificationProblem) -> IdentifiedModel:  # pragma: no cover - abstract
         raise NotImplementedError(f"estimator '{self.name}' does not implement _fit(problem)")

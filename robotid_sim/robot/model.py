@@ -23,11 +23,11 @@ import numpy as np
 
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
+from robotid_sim.dynamics.chain import INERTIAL_NAMES, Joint, JointChain
 from robotid_sim.dynamics.friction import CoulombViscous, FrictionModel, NoFriction, friction_from_dict
-from robotid_sim.dynamics.newton_euler import reference_regressor
+from robotid_sim.dynamics.newton_euler import inertial_regressor
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, DataError, ModelError
-from robotid_sim.robot.chain import INERTIAL_NAMES, Joint, JointChain
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
 from robotid_sim.robot.structure import RobotStructure, locked_suffix
 from robotid_sim.robot.urdf import UrdfRobot, read_urdf
@@ -145,7 +145,7 @@ class Robot(JointChain):
         Computed per sample by compiled Newton–Euler kernels
         (:mod:`robotid_sim.dynamics._crba_kernels`; serial for small batches, threaded over
         samples from :data:`robotid_sim.dynamics.crba.PARALLEL_MIN_SAMPLES` on), or by the
-        batched numpy :func:`~robotid_sim.dynamics.newton_euler.reference_regressor` without numba.
+        batched numpy :func:`reference_regressor` without numba.
 
         Args:
             q, qd, qdd: joint states (N, n).
@@ -292,6 +292,40 @@ class Robot(JointChain):
             locked_joints=dict(self.locked_joints),
             friction_source=self.friction_source,
         )
+
+
+def reference_regressor(robot: Robot, q, qd, qdd, columns=None) -> np.ndarray:
+    """Batched numpy regressor of ``robot``: what :meth:`Robot.regressor` computes, same arguments and result.
+
+    ``Robot.regressor`` runs compiled kernels (:mod:`robotid_sim.dynamics._crba_kernels`);
+    this is the reference they are tested against, and their fallback where numba is missing.
+    :func:`~robotid_sim.dynamics.newton_euler.inertial_regressor` gives the inertial columns, then the
+    rotor (qdd) and friction (``robot.friction.columns(qd)``) columns are written in. ``columns``:
+    increasing indices into theta, as for ``Robot.regressor``.
+    """
+    n = robot.n_dof
+    q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
+    N, b = q.shape[0], robot._block
+    selected = np.arange(robot.n_parameters) if columns is None else np.asarray(columns)
+    position = {int(c): k for k, c in enumerate(selected)}
+    link_columns = []
+    for j in range(n):
+        local = selected[(selected >= j * b) & (selected < j * b + 10)] - j * b
+        link_columns.append((local, position[j * b + int(local[0])] if len(local) else 0))
+    Y = np.zeros((N, n, len(selected)))
+    inertial_regressor(
+        robot.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), robot.gravity, out=Y, link_columns=link_columns
+    )
+    has_ia = robot.rotor_inertia is not None
+    friction = robot.friction.columns(qd) if robot.friction.suffixes else None
+    for j in range(n):
+        if has_ia and j * b + 10 in position:
+            Y[:, j, position[j * b + 10]] = qdd[:, j]
+        for c in range(len(robot.friction.suffixes)):
+            k = position.get(j * b + 10 + has_ia + c)
+            if k is not None:
+                Y[:, j, k] = friction[:, j, c]
+    return Y
 
 
 def _urdf_friction(urdf: UrdfRobot, used: bool = True) -> FrictionModel | None:

@@ -1,4 +1,4 @@
-"""Read a fixed-base serial URDF into a :class:`~robotid_sim.robot.chain.Joint` list.
+"""Read a fixed-base serial URDF into a :class:`~robotid_sim.dynamics.chain.Joint` list.
 
 Supported joints: revolute, continuous, prismatic (moving) and fixed (its child link is merged
 into the parent body, and its transform into the next moving joint's origin). Any other type
@@ -50,9 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robotid_sim.errors import ModelError
-from robotid_sim.robot import physical
-from robotid_sim.robot.chain import (
+from robotid_sim.dynamics.chain import (
     Joint,
     inertial_parameters,
     matrix_to_rpy,
@@ -60,6 +58,8 @@ from robotid_sim.robot.chain import (
     split_inertial,
     transform_inertial,
 )
+from robotid_sim.errors import ModelError
+from robotid_sim.robot import physical
 
 log = logging.getLogger(__name__)
 

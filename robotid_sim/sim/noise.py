@@ -32,7 +32,6 @@ hook: the five above by the built-in plugin ``core`` (``plugins/core.py``), othe
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -152,31 +151,6 @@ class NoiseModel(ABC):
     """
 
     kind: ClassVar[str] = ""
-    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
-    registry_hook: ClassVar[str] = "register_noise_models"
-
-    @classmethod
-    def registered_name(cls) -> str:
-        """The ``type`` name this noise model registers under, :attr:`kind` (``register(cls)`` in a plugin)."""
-        return cls.kind
-
-    @classmethod
-    def registration_problem(cls, name: str) -> str | None:
-        """What the noise-model registry expects instead of this class registered as ``name``; None when it is fine.
-
-        A concrete frozen dataclass whose ``kind`` is ``name`` (so that ``to_dict()`` round-trips).
-        """
-        problems = []
-        if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-            problems.append("not a frozen dataclass")
-        if inspect.isabstract(cls):
-            problems.append(f"abstract: implement {', '.join(sorted(cls.__abstractmethods__))}")
-        if cls.kind != name:
-            problems.append(f"kind = {cls.kind!r}")
-        if not problems:
-            return None
-        expected = f"a subclass of robotid_sim.sim.noise.NoiseModel that is a frozen dataclass with kind = '{name}'"
-        return f"{expected} (it is {'; '.join(problems)})"
 
     def apply(self, signals: Mapping[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Return a copy of ``signals`` with this model's perturbation applied.
@@ -201,6 +175,32 @@ class NoiseModel(ABC):
     @abstractmethod
     def _perturb(self, signals: dict[str, np.ndarray], rng: np.random.Generator) -> None:
         """Replace the affected entries of ``signals`` (already copies) in place."""
+
+    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
+    registry_hook: ClassVar[str] = "register_noise_models"
+
+    @classmethod
+    def registered_name(cls) -> str:
+        """The ``type`` name this noise model registers under, :attr:`kind` (``register(cls)`` in a plugin)."""
+        return cls.kind
+
+    @classmethod
+    def registration_problem(cls, name: str) -> str | None:
+        """What the noise-model registry expects instead of this class registered as ``name``; None when it is fine.
+
+        A concrete frozen dataclass whose ``kind`` is ``name`` (so that ``to_dict()`` round-trips).
+        """
+        problems = []
+        if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            problems.append("not a frozen dataclass")
+        if getattr(cls, "__abstractmethods__", None):  # an ABC with abstract methods left
+            problems.append(f"abstract: implement {', '.join(sorted(cls.__abstractmethods__))}")
+        if cls.kind != name:
+            problems.append(f"kind = {cls.kind!r}")
+        if not problems:
+            return None
+        expected = f"a subclass of robotid_sim.sim.noise.NoiseModel that is a frozen dataclass with kind = '{name}'"
+        return f"{expected} (it is {'; '.join(problems)})"
 
     def check_joints(self, n_dof: int) -> None:
         """Refuse (:class:`ConfigError`) a per-joint option whose length is not ``n_dof``.

@@ -90,13 +90,13 @@ from types import ModuleType
 
 import numpy as np
 
-from robotid_sim.control import AccelerationController, ComputedTorquePD, Controller, Plant, Reference
 from robotid_sim.dynamics import crba
+from robotid_sim.dynamics.chain import split_inertial
 from robotid_sim.errors import DataError, ModelError
 from robotid_sim.robot import physical
-from robotid_sim.robot.chain import split_inertial
 from robotid_sim.robot.model import Robot
 from robotid_sim.robot.urdf import pybullet_urdf
+from robotid_sim.sim.tracking import AccelerationController, ComputedTorquePD, Controller, Plant, Reference
 
 log = logging.getLogger(__name__)
 

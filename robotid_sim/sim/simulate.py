@@ -8,19 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from robotid_sim.control import ComputedTorquePD, Controller
 from robotid_sim.errors import ConfigError
 from robotid_sim.robot.model import Robot
 from robotid_sim.sim.dataset import Dataset, Signals
 from robotid_sim.sim.noise import NoiseChain, NoiseModel, noise_from_config
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT, PyBulletSimulator
+from robotid_sim.sim.tracking import COMPUTED_TORQUE_KD, COMPUTED_TORQUE_KP, ComputedTorquePD, Controller
 
 log = logging.getLogger(__name__)
-
-#: PD gains of the default tracking controller (computed torque on the true model + PD,
-#: :class:`~robotid_sim.control.ComputedTorquePD`): a critically damped 20 rad/s error dynamics
-DEFAULT_KP = 400.0
-DEFAULT_KD = 40.0
 
 
 #: recipe of the excitation ``"default"`` for a robot whose sidecar gives none (or that has no
@@ -195,7 +190,9 @@ def simulate(
     from robotid_sim.robot import load_robot
 
     if controller is None:
-        controller = ComputedTorquePD(kp=DEFAULT_KP if kp is None else kp, kd=DEFAULT_KD if kd is None else kd)
+        controller = ComputedTorquePD(
+            kp=COMPUTED_TORQUE_KP if kp is None else kp, kd=COMPUTED_TORQUE_KD if kd is None else kd
+        )
     elif kp is not None or kd is not None:
         raise ConfigError(
             "kp and kd are the gains of the default controller; give them to the controller "

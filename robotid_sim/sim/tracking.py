@@ -1,5 +1,11 @@
-"""The controller interface: :class:`Plant`, :class:`Reference`, :class:`Controller` and
-:class:`AccelerationController` (SPEC §5, §10).
+"""The controller interface the simulator drives, and its default tracking controller (SPEC §5, §10).
+
+:class:`Plant`, :class:`Reference`, :class:`Controller` and :class:`AccelerationController`, and
+:class:`ComputedTorquePD`, computed torque + PD, the controller :meth:`PyBulletSimulator.track
+<robotid_sim.sim.pybullet_sim.PyBulletSimulator.track>` and :func:`~robotid_sim.sim.simulate` use by default.
+They live in the simulation layer because the simulator drives them; :mod:`robotid_sim.control`
+exports them with the other controllers (``from robotid_sim.control import Controller``), and its
+closed-loop runs use them the same way.
 
 A controller is a small object with options (keyword arguments with defaults, stored by the
 constructor), :meth:`Controller.reset` called with the :class:`Plant` before a run, and
@@ -29,12 +35,6 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError
 from robotid_sim.hookspecs import class_registration_problem
-
-#: seed 000's PID gains, "Kp = 80, Ki = 8, and Kd = 2" (N·m/rad, N·m/(rad·s), N·m·s/rad), shared by
-#: every controller of its comparison (``pid``, ``feedforward``, and ``pd`` without the integral)
-SEED000_KP = 80.0
-SEED000_KI = 8.0
-SEED000_KD = 2.0
 
 #: gains of computed torque + PD (``computed_torque_pd``, ``computed_torque``): ë + kd ė + kp e = 0 is a
 #: critically damped error dynamics at 20 rad/s (kp in 1/s², kd in 1/s)
@@ -266,3 +266,48 @@ class AccelerationController(Controller):
     def __call__(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
         """Motor torque (n,): :attr:`model`'s inverse dynamics at (q, qd, :meth:`acceleration`)."""
         return model_torque(self.model, q, qd, self.acceleration(t, q, qd, reference))
+
+
+class ComputedTorquePD(AccelerationController):
+    """Computed torque + PD: qdd_cmd = qdd_ref + kd (qd_ref - qd) + kp (q_ref - q).
+
+    On the plant's own model this linearises the arm exactly, so every joint's error follows
+    ë + kd ė + kp e = 0; the defaults give a critically damped 20 rad/s error dynamics. In the
+    PyBullet simulator it is computed torque on the true model: Bullet realises qdd_cmd exactly.
+
+    Args:
+        kp: position gain (1/s²), a scalar or one per joint.
+        kd: velocity gain (1/s), a scalar or one per joint.
+    """
+
+    name = "computed_torque_pd"
+
+    def __init__(self, kp: float | np.ndarray = COMPUTED_TORQUE_KP, kd: float | np.ndarray = COMPUTED_TORQUE_KD):
+        self.kp = kp
+        self.kd = kd
+
+    def reset(self, plant: Plant) -> None:
+        super().reset(plant)
+        self._kp = per_joint_gain(self.kp, plant.n_dof, "kp", self.label).tolist()
+        self._kd = per_joint_gain(self.kd, plant.n_dof, "kd", self.label).tolist()
+        self._joints = range(plant.n_dof)
+
+    def acceleration(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
+        return np.array(self.acceleration_lists(t, q, qd, reference.q, reference.qd, reference.qdd))
+
+    def acceleration_lists(self, t, q, qd, q_ref, qd_ref, qdd_ref) -> list[float]:
+        # per joint in plain Python, cheaper than numpy for a few joints; the recorded data
+        # depend bit for bit on this order of the operations
+        kp, kd = self._kp, self._kd
+        return [qdd_ref[i] + kd[i] * (qd_ref[i] - qd[i]) + kp[i] * (q_ref[i] - q[i]) for i in self._joints]
+
+    def describe(self) -> dict:
+        """``{"type": "computed_torque_true_model_pd", "kp": ..., "kd": ...}``, the metadata
+        datasets have carried since before controllers were pluggable (gains as floats, or lists
+        of floats per joint)."""
+
+        def gain(value):
+            arr = np.asarray(value, dtype=float)
+            return float(arr) if arr.ndim == 0 else arr.tolist()
+
+        return {"type": "computed_torque_true_model_pd", "kp": gain(self.kp), "kd": gain(self.kd)}
