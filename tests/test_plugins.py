@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import pkgutil
 import shutil
 import subprocess
 import sys
@@ -166,14 +167,26 @@ def test_core_is_the_first_builtin_plugin_and_registers_the_builtin_names():
     } <= set(core.registers)
 
 
-def test_pyproject_declares_every_builtin_plugin_as_an_entry_point():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    declared = set(project["entry-points"][hookspecs.PROJECT_NAME].values())
-    modules = {
-        f"{plugins.BUILTIN_PACKAGE}.{path.stem}" for path in (REPO / "plugins").glob("*.py") if path.stem != "__init__"
-    }
-    assert set(plugins.DEFAULT_PLUGINS) <= declared
-    assert modules <= declared
+def test_a_builtin_plugin_is_named_in_one_place():
+    """The entry points in pyproject.toml are DEFAULT_PLUGINS, in order, each named after its module; every
+    module or package of plugins/ is one; an estimator plugin registers an estimator of its own name, and
+    every built-in class is registered under its class attribute."""
+    entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    declared = entry_points[hookspecs.PROJECT_NAME]
+    assert list(declared.values()) == list(plugins.DEFAULT_PLUGINS)
+    assert all(target == f"{plugins.BUILTIN_PACKAGE}.{name}" for name, target in declared.items())
+    assert {module.name for module in pkgutil.iter_modules([str(REPO / "plugins")])} == set(declared)
+    infos = by_name(plugins.list_plugins())
+    for name in declared:
+        assert infos[name].ok and infos[name].builtin, infos[name].error
+        estimators = [
+            entry.removeprefix("estimator ") for entry in infos[name].registers if entry.startswith("estimator ")
+        ]
+        assert not estimators or name in estimators, (name, estimators)
+    for name, cls in [*plugins.estimators().items(), *plugins.controllers().items()]:
+        assert cls.name == name
+    for name, cls in [*plugins.noise_models().items(), *plugins.model_kinds().items()]:
+        assert cls.kind == name
 
 
 # ----------------------------------------------------------------------- registries

@@ -5,10 +5,13 @@ tracking controller and lives with it in :mod:`robotid_sim.sim.tracking`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from pydantic import Field
 
 from robotid_sim.control.pid import SEED000_KD, SEED000_KP
-from robotid_sim.sim.tracking import Controller, Plant, Reference, flag_option, per_joint_gain
+from robotid_sim.sim.tracking import Controller, Gain, Plant, Reference, flag_option, per_joint_gain
 
 
 class PD(Controller):
@@ -24,15 +27,10 @@ class PD(Controller):
 
     name = "pd"
 
-    def __init__(
-        self,
-        kp: float | np.ndarray = SEED000_KP,
-        kd: float | np.ndarray = SEED000_KD,
-        gravity_compensation: bool = False,
-    ):
-        self.kp = kp
-        self.kd = kd
-        self.gravity_compensation = gravity_compensation
+    class Options(Controller.Options):
+        kp: Gain = Field(SEED000_KP, description="position gain (N·m/rad, N/m), a scalar or one per joint")
+        kd: Gain = Field(SEED000_KD, description="velocity gain (N·m·s/rad, N·s/m), a scalar or one per joint")
+        gravity_compensation: Any = Field(False, description="add the plant model's torque at rest at q (true/false)")
 
     def reset(self, plant: Plant) -> None:
         super().reset(plant)

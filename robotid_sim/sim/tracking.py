@@ -25,16 +25,18 @@ Two kinds:
 
 from __future__ import annotations
 
-import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
+from pydantic import Field
 
+from robotid_sim._json import jsonable
 from robotid_sim.errors import ConfigError
 from robotid_sim.hookspecs import class_registration_problem
+from robotid_sim.options import Options, option_values, validate_options
 
 #: gains of computed torque + PD (``computed_torque_pd``, ``computed_torque``): ë + kd ė + kp e = 0 is a
 #: critically damped error dynamics at 20 rad/s (kp in 1/s², kd in 1/s)
@@ -103,6 +105,12 @@ class Reference(NamedTuple):
     qdd: np.ndarray
 
 
+#: the type of a gain option: a number for every joint, or one number per joint, stored as given (no
+#: conversion, so that :meth:`Controller.describe` writes it as it was given) and checked against the
+#: plant's joints by :func:`per_joint_gain` when the controller is reset
+Gain = Any
+
+
 def per_joint_gain(value, n: int, option: str, controller: str) -> np.ndarray:
     """A gain option as (n,) floats: a scalar applies to every joint.
 
@@ -137,31 +145,24 @@ def flag_option(value, option: str, controller: str) -> bool:
     return bool(value)
 
 
-def _jsonable(value):
-    if isinstance(value, np.ndarray | list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, np.generic):
-        return value.item()
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
 class Controller(ABC):
     """Base class of every controller.
 
-    Subclasses set ``name`` (the name it is registered under), take their options as keyword
-    arguments with defaults and only store them in ``__init__`` (as attributes of the same
-    names, or of the names :attr:`option_attributes` gives, which :meth:`get_params` reads),
-    prepare per-run state in :meth:`reset` and compute the motor torque in ``__call__``.
+    Subclasses set ``name`` (the name it is registered under) and declare their options as a nested
+    pydantic class ``Options`` (a subclass of ``Controller.Options``, :mod:`robotid_sim.options`: one
+    field per option, with its default and description); the base constructor validates the keyword
+    options against it (an unknown option is a :class:`ConfigError` listing the valid ones) and stores
+    each as an attribute of the same name, or of the name :attr:`option_attributes` gives. Values that
+    depend on the plant (a gain per joint) are checked by :meth:`reset`, which prepares per-run state;
+    ``__call__`` computes the motor torque.
 
     Attributes:
         plant: the :class:`Plant` given to the last :meth:`reset` (None before).
     """
 
     name: ClassVar[str] = ""
+    #: the options (none here); a subclass declares ``class Options(Controller.Options)`` with its fields
+    Options: ClassVar[type[Options]] = Options
     #: option -> the attribute it is stored under, where the two differ (a model-based controller keeps its
     #: ``model`` option as ``model_option``, and ``model`` is the model it resolved against the plant)
     option_attributes: ClassVar[dict[str, str]] = {}
@@ -187,26 +188,23 @@ class Controller(ABC):
         """``name``, or the class name of an unregistered controller (used in messages)."""
         return self.name or type(self).__name__
 
+    def __init__(self, **options: Any) -> None:
+        validated = validate_options("controller", self.label, type(self).Options, options)
+        for key, value in option_values(validated).items():
+            setattr(self, self.option_attributes.get(key, key), value)
+
     def get_params(self) -> dict:
-        """The options this controller was configured with."""
-        sig = inspect.signature(type(self).__init__)
-        return {k: getattr(self, self.option_attributes.get(k, k)) for k in sig.parameters if k != "self"}
+        """The options this controller was configured with, in the order ``Options`` declares them."""
+        return {k: getattr(self, self.option_attributes.get(k, k)) for k in type(self).Options.model_fields}
 
     @classmethod
     def from_options(cls, **options) -> Controller:
         """Build from scenario options; an unknown option raises :class:`ConfigError` listing valid ones."""
-        sig = inspect.signature(cls.__init__)
-        valid = [k for k in sig.parameters if k != "self"]
-        unknown = sorted(set(options) - set(valid))
-        if unknown:
-            raise ConfigError(
-                f"controller '{cls.name or cls.__name__}': unknown option(s) {unknown}; valid options: {valid}"
-            )
         return cls(**options)
 
     def describe(self) -> dict:
         """JSON-able description for dataset metadata: ``{"type": name, **options}``."""
-        return {"type": self.label, **_jsonable(self.get_params())}
+        return {"type": self.label, **jsonable(self.get_params())}
 
     def reset(self, plant: Plant) -> None:
         """Prepare a run on ``plant``: the base class only keeps it as :attr:`plant`.
@@ -282,9 +280,9 @@ class ComputedTorquePD(AccelerationController):
 
     name = "computed_torque_pd"
 
-    def __init__(self, kp: float | np.ndarray = COMPUTED_TORQUE_KP, kd: float | np.ndarray = COMPUTED_TORQUE_KD):
-        self.kp = kp
-        self.kd = kd
+    class Options(Controller.Options):
+        kp: Gain = Field(COMPUTED_TORQUE_KP, description="position gain (1/s²), a scalar or one per joint")
+        kd: Gain = Field(COMPUTED_TORQUE_KD, description="velocity gain (1/s), a scalar or one per joint")
 
     def reset(self, plant: Plant) -> None:
         super().reset(plant)
