@@ -17,7 +17,8 @@ class's own (anything else is refused: the class stamps its own name on what it 
 directory registered as ``register(directory)`` is named after the directory; an excitation
 factory has no name of its own, so it is registered as ``register(name, factory)``. Each base
 class checks its own subclasses (its ``registration_problem`` classmethod, found through the
-class attribute :data:`REGISTRY_HOOK_ATTRIBUTE`), so the registry imports no base class.
+class attribute :data:`REGISTRY_HOOK_ATTRIBUTE`; see :class:`Registrable`), so the registry imports no
+base class.
 
 The host, not the plugin, owns the registries, so it can attribute every name to the plugin
 that registered it, refuse duplicates, and isolate a plugin whose hook raises
@@ -53,6 +54,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from typing import ClassVar
 
 import pluggy
 
@@ -124,31 +126,45 @@ def plugin_api_problem(declared: object, provided: str = PLUGIN_API_VERSION) -> 
 REGISTRY_HOOK_ATTRIBUTE = "registry_hook"
 
 
-def class_registration_problem(cls: type, name: str, base: str, name_attribute: str) -> str | None:
-    """What a registry expects instead of ``cls``, registered as ``name``; None when ``cls`` is fine.
+class Registrable:
+    """Mixin of the base classes whose subclasses a registry hook accepts, which check their own registrations.
 
-    The check every registrable base class (``Estimator``, ``Controller``, ``NoiseModel``,
-    ``IdentifiedModel``) makes in its ``registration_problem`` classmethod: ``cls`` is concrete,
-    and its own name (the class attribute ``name_attribute``) is ``name``, so a class is
-    registered under the name it stamps on what it makes, spelled in one place.
-
-    Args:
-        cls: a subclass of the base class.
-        name: the name it is registered under.
-        base: the base class's public dotted name, for the message.
-        name_attribute: the class attribute holding a subclass's name (``"name"`` or ``"kind"``).
-
-    Returns:
-        ``"a concrete subclass of <base> (it is abstract: implement ...)"`` or ``"a subclass of
-        <base> with <name_attribute> = '<name>' (got <name_attribute> = ...)"``, or None.
+    ``Estimator``, ``Controller``, ``NoiseModel`` and ``IdentifiedModel`` derive from it and set, in their
+    own class body, :attr:`registry_hook` (the hook their subclasses are registered through: the registry of
+    :mod:`robotid_sim.plugins` finds the base class in a registered class's MRO by it, without importing it),
+    :attr:`registry_base` and, where a subclass's name is not its ``name``, :attr:`registry_name_attribute`.
     """
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
-        return f"a concrete subclass of {base} (it is abstract: implement {missing})"
-    own = getattr(cls, name_attribute, None)
-    if own != name:
-        return f"a subclass of {base} with {name_attribute} = '{name}' (got {name_attribute} = {own!r})"
-    return None
+
+    #: the hook the subclasses are registered through (``"register_estimators"``)
+    registry_hook: ClassVar[str] = ""
+    #: the base class's public dotted name, for messages (``"robotid_sim.identification.Estimator"``)
+    registry_base: ClassVar[str] = ""
+    #: the class attribute holding a subclass's registered name (``"name"``, or ``"kind"``)
+    registry_name_attribute: ClassVar[str] = "name"
+
+    @classmethod
+    def registered_name(cls) -> str:
+        """The name this class registers under with ``register(cls)``: its :attr:`registry_name_attribute`."""
+        return getattr(cls, cls.registry_name_attribute)
+
+    @classmethod
+    def registration_problem(cls, name: str) -> str | None:
+        """What the registry expects instead of this class registered as ``name``; None when it is fine.
+
+        ``cls`` must be concrete, and its own name (:meth:`registered_name`) must be ``name``, so a class is
+        registered under the name it stamps on what it makes, spelled in one place.
+
+        Returns:
+            ``"a concrete subclass of <base> (it is abstract: implement ...)"`` or ``"a subclass of <base>
+            with <name attribute> = '<name>' (got <name attribute> = ...)"``, or None.
+        """
+        if inspect.isabstract(cls):
+            missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+            return f"a concrete subclass of {cls.registry_base} (it is abstract: implement {missing})"
+        own, attribute = cls.registered_name(), cls.registry_name_attribute
+        if own != name:
+            return f"a subclass of {cls.registry_base} with {attribute} = '{name}' (got {attribute} = {own!r})"
+        return None
 
 
 @hookspec

@@ -35,8 +35,9 @@ Error isolation: nothing that a plugin does can break the others or the core.
   so a plugin can never silently replace a built-in name; a later plugin registering a taken
   name is recorded as broken with an error naming both plugins, and its other entries still
   count.
-- Invalid entries (an estimator that is not an ``Estimator`` subclass, a noise model that is
-  not a ``NoiseModel`` dataclass, a robot directory without ``robot.urdf``, ...) are skipped
+- Invalid entries (an estimator that is not an ``Estimator`` subclass, a class registered
+  under another name than its own, a noise model that is not a ``NoiseModel`` dataclass, a
+  robot directory without ``robot.urdf``, ...) are skipped
   and recorded the same way, naming the plugin, the name and what was expected; asking for
   such a name says why it was refused.
 
@@ -44,9 +45,13 @@ There is one registry per kind of thing, here; no other module keeps a table of 
 registries are rebuilt from the hooks on every call (cheap: a few function calls), so a plugin
 registered with ``pm.register`` counts at once.
 
-Import cost: this module imports only the standard library, pluggy and
-:mod:`robotid_sim.hookspecs` / :mod:`robotid_sim.errors`; the validators import the base
-classes they check against on first use.
+Import cost and layers: this module imports only the standard library, pluggy and
+:mod:`robotid_sim.hookspecs` / :mod:`robotid_sim.errors`, never a stage of robotid_sim (a
+contract checked by ``lint-imports``). A registered class is checked by its own base class
+(``Estimator``, ``Controller``, ``NoiseModel``, ``IdentifiedModel``), found in the class's MRO by
+its :data:`~robotid_sim.hookspecs.REGISTRY_HOOK_ATTRIBUTE` and asked through its
+``registration_problem(name)`` classmethod; ``register(cls)`` takes the name from the class
+(``registered_name()``).
 
 Every problem is recorded as a :class:`PluginInfo` with ``status="broken"`` and
 ``error="<ExceptionType>: <message>"`` (several problems are joined by ``"; "``), logged once
@@ -81,7 +86,8 @@ PLUGINS_ENV_VAR = "ROBOTID_SIM_PLUGINS"
 #: the distribution that ships the built-in plugins
 DISTRIBUTION_NAME = "robotid-sim"
 #: built-in plugin modules, in registration order; imported directly only when no entry point
-#: points to them (stale metadata), otherwise loaded through their entry points
+#: points to them (stale metadata), otherwise loaded through their entry points. The entry points of
+#: pyproject.toml list the same modules in the same order, each named after its module (a test checks it)
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "robotid_sim_plugins.core",
     "robotid_sim_plugins.controllers",

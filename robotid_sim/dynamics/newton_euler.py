@@ -9,7 +9,7 @@ frame j-1 coordinates into frame j, ``p_j`` is the origin of frame j in frame j-
 ``w`` (angular), ``dw`` (angular acceleration) and ``a`` (linear acceleration of the frame
 origin, gravity included as a base acceleration of -g) are expressed in the link's own frame.
 
-The compiled per-sample kernels (:mod:`robotid_sim.dynamics._crba_kernels`) do the work in
+The compiled per-sample kernels (:mod:`robotid_sim.dynamics.crba_kernels`) do the work in
 practice; these numpy functions are the reference they are tested against and the fallback where
 numba is missing.
 """

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from robotid_sim.errors import ConfigError, IdentificationError
-from robotid_sim.hookspecs import class_registration_problem
+from robotid_sim.hookspecs import Registrable
 from robotid_sim.identification.model import IdentifiedModel
 from robotid_sim.identification.problem import IdentificationProblem
 
@@ -77,7 +77,7 @@ def options_error(estimator: str, exc: ValidationError, model: type[BaseModel]) 
 _DERIVED: dict[type, type[BaseModel]] = {}
 
 
-class Estimator:
+class Estimator(Registrable):
     """Base class. Subclasses set ``name``, their options (``Options`` or ``__init__``) and ``_fit``.
 
     Class attributes:
@@ -169,21 +169,9 @@ class Estimator:
         accepts every robot.
         """
 
-    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
-    registry_hook: ClassVar[str] = "register_estimators"
-
-    @classmethod
-    def registered_name(cls) -> str:
-        """The name this estimator registers under, :attr:`name` (``register(cls)`` in a plugin)."""
-        return cls.name
-
-    @classmethod
-    def registration_problem(cls, name: str) -> str | None:
-        """What the estimator registry expects instead of this class registered as ``name``; None when it is fine.
-
-        See :func:`robotid_sim.hookspecs.class_registration_problem`: concrete, and ``cls.name == name``.
-        """
-        return class_registration_problem(cls, name, "robotid_sim.identification.Estimator", "name")
+    # registered through register_estimators under ``name`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_estimators"
+    registry_base = "robotid_sim.identification.Estimator"
 
     def _fit(self, problem: IdentificationProblem) -> IdentifiedModel:  # pragma: no cover - abstract
         raise NotImplementedError(f"estimator '{self.name}' does not implement _fit(problem)")

@@ -39,7 +39,7 @@ from robotid_sim._json import jsonable
 from robotid_sim.dynamics.forward import forward_dynamics_from_inverse, mass_matrix_from_inverse
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, DataError, ModelError
-from robotid_sim.hookspecs import class_registration_problem
+from robotid_sim.hookspecs import Registrable
 from robotid_sim.safety import atomic_write, inside, read_npz
 
 FORMAT = "robotid_sim.identified_model"
@@ -83,7 +83,7 @@ class History:
             object.__setattr__(self, "std", std)
 
 
-class IdentifiedModel(ABC):
+class IdentifiedModel(Registrable, ABC):
     """Abstract identified model. Subclasses set ``kind`` and implement the abstract methods.
 
     Common attributes (set by :meth:`_init_common`):
@@ -97,8 +97,10 @@ class IdentifiedModel(ABC):
     """
 
     kind: ClassVar[str] = ""
-    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
-    registry_hook: ClassVar[str] = "register_model_kinds"
+    # registered through register_model_kinds under ``kind`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_model_kinds"
+    registry_base = "robotid_sim.identification.IdentifiedModel"
+    registry_name_attribute = "kind"
 
     joint_names: list[str]
     estimator: str
@@ -125,19 +127,6 @@ class IdentifiedModel(ABC):
     @property
     def n_dof(self) -> int:
         return len(self.joint_names)
-
-    @classmethod
-    def registered_name(cls) -> str:
-        """The kind this model class registers under, :attr:`kind` (``register(cls)`` in a plugin)."""
-        return cls.kind
-
-    @classmethod
-    def registration_problem(cls, name: str) -> str | None:
-        """What the model-kind registry expects instead of this class registered as ``name``; None when it is fine.
-
-        See :func:`robotid_sim.hookspecs.class_registration_problem`: concrete, and ``cls.kind == name``.
-        """
-        return class_registration_problem(cls, name, "robotid_sim.identification.IdentifiedModel", "kind")
 
     # ----------------------------------------------------------------- dynamics
     @abstractmethod

@@ -41,6 +41,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from robotid_sim.errors import ConfigError, DataError, PluginError
+from robotid_sim.hookspecs import Registrable
 
 __all__ = [
     "SIGNALS",
@@ -144,7 +145,7 @@ def _json_value(value):
 # models
 
 
-class NoiseModel(ABC):
+class NoiseModel(Registrable, ABC):
     """Base class: a seeded perturbation of one signal.
 
     Subclasses are frozen dataclasses; ``kind`` names them in ``to_dict()`` output.
@@ -176,13 +177,10 @@ class NoiseModel(ABC):
     def _perturb(self, signals: dict[str, np.ndarray], rng: np.random.Generator) -> None:
         """Replace the affected entries of ``signals`` (already copies) in place."""
 
-    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
-    registry_hook: ClassVar[str] = "register_noise_models"
-
-    @classmethod
-    def registered_name(cls) -> str:
-        """The ``type`` name this noise model registers under, :attr:`kind` (``register(cls)`` in a plugin)."""
-        return cls.kind
+    # registered through register_noise_models under ``kind`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_noise_models"
+    registry_base = "robotid_sim.sim.noise.NoiseModel"
+    registry_name_attribute = "kind"
 
     @classmethod
     def registration_problem(cls, name: str) -> str | None:

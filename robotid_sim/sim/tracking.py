@@ -35,7 +35,7 @@ from pydantic import Field
 
 from robotid_sim._json import jsonable
 from robotid_sim.errors import ConfigError
-from robotid_sim.hookspecs import class_registration_problem
+from robotid_sim.hookspecs import Registrable
 from robotid_sim.options import Options, option_values, validate_options
 
 #: gains of computed torque + PD (``computed_torque_pd``, ``computed_torque``): ë + kd ė + kp e = 0 is a
@@ -145,7 +145,7 @@ def flag_option(value, option: str, controller: str) -> bool:
     return bool(value)
 
 
-class Controller(ABC):
+class Controller(Registrable, ABC):
     """Base class of every controller.
 
     Subclasses set ``name`` (the name it is registered under) and declare their options as a nested
@@ -166,22 +166,10 @@ class Controller(ABC):
     #: option -> the attribute it is stored under, where the two differ (a model-based controller keeps its
     #: ``model`` option as ``model_option``, and ``model`` is the model it resolved against the plant)
     option_attributes: ClassVar[dict[str, str]] = {}
-    #: the hook its subclasses are registered through (:mod:`robotid_sim.plugins` finds this base class by it)
-    registry_hook: ClassVar[str] = "register_controllers"
+    # registered through register_controllers under ``name`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_controllers"
+    registry_base = "robotid_sim.control.Controller"
     plant: Plant | None = None
-
-    @classmethod
-    def registered_name(cls) -> str:
-        """The name this controller registers under, :attr:`name` (``register(cls)`` in a plugin)."""
-        return cls.name
-
-    @classmethod
-    def registration_problem(cls, name: str) -> str | None:
-        """What the controller registry expects instead of this class registered as ``name``; None when it is fine.
-
-        See :func:`robotid_sim.hookspecs.class_registration_problem`: concrete, and ``cls.name == name``.
-        """
-        return class_registration_problem(cls, name, "robotid_sim.control.Controller", "name")
 
     @property
     def label(self) -> str:
