@@ -455,7 +455,10 @@ def _class_check(hook_name: str, expected: str) -> Callable[[str, Any], type]:
     def check(name: str, obj: Any) -> type:
         if _registry_base(hook_name, obj) is None:
             raise _Invalid(expected.format(name=name))
-        problem = obj.registration_problem(name)
+        try:
+            problem = obj.registration_problem(name)
+        except Exception as exc:  # a plugin's override must not break the registry
+            problem = f"a class whose registration_problem works (it raised {_error_text(exc)})"
         if problem is not None:
             raise _Invalid(problem)
         return obj
@@ -492,8 +495,18 @@ class _Hook:
 
 
 def _class_name(hook_name: str) -> Callable[[Any], str | None]:
-    """The name a class registered through ``hook_name`` gives itself (its ``registered_name()``)."""
-    return lambda obj: obj.registered_name() if _registry_base(hook_name, obj) is not None else None
+    """The name a class registered through ``hook_name`` gives itself (its ``registered_name()``), or None."""
+
+    def own_name(obj: Any) -> str | None:
+        if _registry_base(hook_name, obj) is None:
+            return None
+        try:
+            return obj.registered_name()
+        except Exception:  # a plugin's override must not break the registry: the entry is refused as nameless
+            logger.debug("registered_name() of %s raised", _describe_value(obj), exc_info=True)
+            return None
+
+    return own_name
 
 
 def _directory_name(obj: Any) -> str | None:

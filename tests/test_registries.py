@@ -501,6 +501,21 @@ def test_an_entry_registered_without_a_name_registers_under_its_own(kind, tmp_pa
     assert by_name(plugins.list_plugins())["self_naming"].ok
 
 
+def test_a_class_whose_own_registration_check_raises_is_refused_and_the_others_still_count():
+    from robotid_sim.identification.estimator import Estimator
+
+    def broken_check(cls, name):
+        raise RuntimeError("oops")
+
+    broken = type(
+        "BrokenCheck", (Estimator,), {"name": "broken_check", "registration_problem": classmethod(broken_check)}
+    )
+    register(_plugin("register_estimators", {"broken_check": broken, "good_one": _estimator("good_one")}), "odd")
+    entries = plugins.estimators()
+    assert "broken_check" not in entries and "good_one" in entries
+    assert "registration_problem works (it raised RuntimeError: oops)" in by_name(plugins.list_plugins())["odd"].error
+
+
 def test_an_excitation_registered_without_a_name_is_refused():
     class Plugin:
         @hookimpl
