@@ -6,7 +6,7 @@ Each module here is one plugin (a plugin past about 300 lines is a package, e.g.
 
     @hookimpl
     def register_estimators(register):
-        register("ols", OLSEstimator)
+        register(OLSEstimator)  # under OLSEstimator.name, "ols"
 
 ``core`` registers the built-in excitation types, noise models, bundled robots and model
 kinds; ``controllers`` the controllers; ``ols``, ``wls`` and ``irls`` the estimators. They are
@@ -18,8 +18,9 @@ Nothing in robotid_sim imports these modules by name. Each is declared as an ent
 the ``robotid_sim`` group in robotid_sim's ``pyproject.toml`` (``ols =
 "robotid_sim_plugins.ols"``) and loaded by :mod:`robotid_sim.plugins` exactly like a
 third-party plugin package would be, so the built-ins are the reference examples of the plugin
-interface (see ``docs/plugins.md`` and ``examples/plugin_template/``). A new built-in plugin is
-a new module (or package) here plus its entry-point line; adding it to
-:data:`robotid_sim.plugins.DEFAULT_PLUGINS` as well keeps it available when the installed
-package metadata is stale.
+interface (see ``docs/plugins.md``). A new built-in plugin is a new module (or package) here
+named after what it registers (an estimator plugin after its estimator's ``name``), its
+entry-point line ``<module> = "robotid_sim_plugins.<module>"`` and the same module in
+:data:`robotid_sim.plugins.DEFAULT_PLUGINS` (which keeps it available when the installed package
+metadata is stale); ``tests/test_plugins.py`` checks that the three agree.
 """

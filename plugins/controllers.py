@@ -13,8 +13,5 @@ ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written 
 
 @hookimpl
 def register_controllers(register):
-    register("computed_torque_pd", ComputedTorquePD)
-    register("pd", PD)
-    register("pid", PID)
-    register("feedforward", Feedforward)
-    register("computed_torque", ComputedTorque)
+    for cls in (ComputedTorquePD, PD, PID, Feedforward, ComputedTorque):
+        register(cls)  # under its class attribute ``name``

@@ -36,14 +36,8 @@ EXCITATION_TYPES: tuple[str, ...] = (
     "sequence",
 )
 
-#: built-in noise models: ``type`` name -> class name in :mod:`robotid_sim.sim.noise`
-NOISE_MODELS: dict[str, str] = {
-    "gaussian_snr": "GaussianSNR",
-    "gaussian_std": "GaussianStd",
-    "outliers": "Outliers",
-    "quantization": "Quantization",
-    "current": "CurrentMeasurement",
-}
+#: built-in noise models: class names in :mod:`robotid_sim.sim.noise` (each registers under its ``kind``)
+NOISE_MODELS: tuple[str, ...] = ("GaussianSNR", "GaussianStd", "Outliers", "Quantization", "CurrentMeasurement")
 
 
 def _excitation_factory(kind: str) -> Callable[[dict, Any], Any]:
@@ -73,8 +67,8 @@ def register_excitations(register):
 def register_noise_models(register):
     from robotid_sim.sim import noise
 
-    for kind, class_name in NOISE_MODELS.items():
-        register(kind, getattr(noise, class_name))
+    for class_name in NOISE_MODELS:
+        register(getattr(noise, class_name))
 
 
 @hookimpl
@@ -84,7 +78,7 @@ def register_robots(register):
     root = Path(robotid_sim_robots.__file__).parent
     for directory in sorted(root.iterdir()):
         if (directory / "robot.urdf").is_file():
-            register(directory.name, directory)
+            register(directory)
 
 
 @hookimpl
@@ -92,4 +86,4 @@ def register_model_kinds(register):
     from robotid_sim.identification.models import BUILTIN_MODEL_KINDS
 
     for cls in BUILTIN_MODEL_KINDS:
-        register(cls.kind, cls)
+        register(cls)

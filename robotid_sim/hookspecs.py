@@ -8,7 +8,17 @@ passes a ``register`` function and the plugin calls it once per thing it provide
 
     @hookimpl
     def register_estimators(register):
-        register("ridge", RidgeEstimator)
+        register(RidgeEstimator)  # under RidgeEstimator.name, "ridge"
+
+**A name in one place.** A registered class names itself: an estimator or a controller by its
+class attribute ``name``, a noise model or a model kind by its ``kind``, so ``register(cls)``
+registers it under that name. ``register(name, cls)`` is accepted too, when ``name`` is the
+class's own (anything else is refused: the class stamps its own name on what it makes). A robot
+directory registered as ``register(directory)`` is named after the directory; an excitation
+factory has no name of its own, so it is registered as ``register(name, factory)``. Each base
+class checks its own subclasses (its ``registration_problem`` classmethod, found through the
+class attribute :data:`REGISTRY_HOOK_ATTRIBUTE`; see :class:`Registrable`), so the registry imports no
+base class.
 
 The host, not the plugin, owns the registries, so it can attribute every name to the plugin
 that registered it, refuse duplicates, and isolate a plugin whose hook raises
@@ -42,7 +52,9 @@ written for the current version.
 
 from __future__ import annotations
 
+import inspect
 import re
+from typing import ClassVar
 
 import pluggy
 
@@ -110,12 +122,58 @@ def plugin_api_problem(declared: object, provided: str = PLUGIN_API_VERSION) -> 
     return None
 
 
+#: class attribute by which a base class names the registry hook its subclasses are registered through
+REGISTRY_HOOK_ATTRIBUTE = "registry_hook"
+
+
+class Registrable:
+    """Mixin of the base classes whose subclasses a registry hook accepts, which check their own registrations.
+
+    ``Estimator``, ``Controller``, ``NoiseModel`` and ``IdentifiedModel`` derive from it and set, in their
+    own class body, :attr:`registry_hook` (the hook their subclasses are registered through: the registry of
+    :mod:`robotid_sim.plugins` finds the base class in a registered class's MRO by it, without importing it),
+    :attr:`registry_base` and, where a subclass's name is not its ``name``, :attr:`registry_name_attribute`.
+    """
+
+    #: the hook the subclasses are registered through (``"register_estimators"``)
+    registry_hook: ClassVar[str] = ""
+    #: the base class's public dotted name, for messages (``"robotid_sim.identification.Estimator"``)
+    registry_base: ClassVar[str] = ""
+    #: the class attribute holding a subclass's registered name (``"name"``, or ``"kind"``)
+    registry_name_attribute: ClassVar[str] = "name"
+
+    @classmethod
+    def registered_name(cls) -> str:
+        """The name this class registers under with ``register(cls)``: its :attr:`registry_name_attribute`."""
+        return getattr(cls, cls.registry_name_attribute)
+
+    @classmethod
+    def registration_problem(cls, name: str) -> str | None:
+        """What the registry expects instead of this class registered as ``name``; None when it is fine.
+
+        ``cls`` must be concrete, and its own name (:meth:`registered_name`) must be ``name``, so a class is
+        registered under the name it stamps on what it makes, spelled in one place.
+
+        Returns:
+            ``"a concrete subclass of <base> (it is abstract: implement ...)"`` or ``"a subclass of <base>
+            with <name attribute> = '<name>' (got <name attribute> = ...)"``, or None.
+        """
+        if inspect.isabstract(cls):
+            missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+            return f"a concrete subclass of {cls.registry_base} (it is abstract: implement {missing})"
+        own, attribute = cls.registered_name(), cls.registry_name_attribute
+        if own != name:
+            return f"a subclass of {cls.registry_base} with {attribute} = '{name}' (got {attribute} = {own!r})"
+        return None
+
+
 @hookspec
 def register_estimators(register):
     """Register estimator classes (SPEC §8).
 
-    Call ``register(name, cls)`` once per estimator. ``name`` is the string used in scenarios,
-    the CLI and :func:`robotid_sim.identify` (lower case, e.g. ``"ols"``). ``cls`` is a
+    Call ``register(cls)`` once per estimator; it is registered under ``cls.name``, the string
+    used in scenarios, the CLI and :func:`robotid_sim.identify` (lower case, e.g. ``"ols"``;
+    ``register(name, cls)`` with ``name == cls.name`` is the same). ``cls`` is a
     subclass of :class:`robotid_sim.identification.Estimator` (which provides the
     ``from_options`` and ``get_params`` that scenarios use; anything else is refused): its
     constructor only stores keyword options (all with defaults), and
@@ -129,11 +187,10 @@ def register_estimators(register):
 def register_controllers(register):
     """Register controller classes (SPEC §10).
 
-    Call ``register(name, cls)`` once per controller, e.g. ``register("pid", PIDController)``.
-    ``cls`` is a class whose constructor takes keyword options (gains, and the identified model
-    for model-based controllers) and which follows the controller interface of
-    ``robotid_sim.control``: a subclass of ``robotid_sim.control.Controller`` (a class with
-    ``__call__`` and ``reset`` methods where that package is not available).
+    Call ``register(cls)`` once per controller, e.g. ``register(PIDController)``; it is
+    registered under ``cls.name`` (``register(name, cls)`` with ``name == cls.name`` is the same).
+    ``cls`` is a subclass of ``robotid_sim.control.Controller`` whose constructor takes keyword
+    options (gains, and the identified model for model-based controllers).
     """
 
 
@@ -141,9 +198,10 @@ def register_controllers(register):
 def register_robots(register):
     """Register robot descriptions (SPEC §3).
 
-    Call ``register(name, directory)`` once per robot. ``directory`` (a ``str`` or
-    :class:`pathlib.Path`) must contain ``robot.urdf`` and, optionally, the YAML sidecar
-    ``robot.yaml``; it is then loadable as ``load_robot(name)`` and usable in scenarios. The
+    Call ``register(name, directory)`` once per robot, or ``register(directory)`` to name it
+    after the directory. ``directory`` (a ``str`` or :class:`pathlib.Path`) must contain
+    ``robot.urdf`` and, optionally, the YAML sidecar ``robot.yaml``; it is then loadable as
+    ``load_robot(name)`` and usable in scenarios. The
     bundled robots are registered by the built-in ``core`` plugin; as for every hook, the first
     registration of a name wins, so a plugin robot cannot replace a bundled one (give it
     another name, or load your URDF by path).
@@ -154,10 +212,11 @@ def register_robots(register):
 def register_noise_models(register):
     """Register measurement noise models (SPEC §5).
 
-    Call ``register(name, cls)`` once per noise model. ``cls`` is a concrete subclass of
-    :class:`robotid_sim.sim.noise.NoiseModel`, a frozen dataclass whose fields are its options,
-    with ``cls.kind == name`` (so that ``to_dict()`` round-trips). ``name`` is the ``type`` of a
-    scenario's noise list entry: ``noise: {models: [{type: name, <field>: value, ...}]}``.
+    Call ``register(cls)`` once per noise model; it is registered under ``cls.kind``
+    (``register(name, cls)`` with ``name == cls.kind`` is the same). ``cls`` is a concrete subclass
+    of :class:`robotid_sim.sim.noise.NoiseModel`, a frozen dataclass whose fields are its options.
+    Its ``kind`` is the ``type`` of a scenario's noise list entry:
+    ``noise: {models: [{type: kind, <field>: value, ...}]}`` (and of ``to_dict()``).
     """
 
 
@@ -179,8 +238,9 @@ def register_excitations(register):
 def register_model_kinds(register):
     """Register identified-model classes, so :func:`robotid_sim.load_model` can read them back.
 
-    Call ``register(kind, cls)`` once per model kind. ``cls`` is a subclass of
-    :class:`robotid_sim.identification.IdentifiedModel` with ``cls.kind == kind``; ``kind`` is
-    the ``"kind"`` written in the model's JSON file. An estimator that returns its own model
-    class registers that class here.
+    Call ``register(cls)`` once per model kind; it is registered under ``cls.kind``
+    (``register(kind, cls)`` with ``kind == cls.kind`` is the same). ``cls`` is a subclass of
+    :class:`robotid_sim.identification.IdentifiedModel`; its ``kind`` is the ``"kind"`` written
+    in the model's JSON file. An estimator that returns its own model class registers that class
+    here.
     """

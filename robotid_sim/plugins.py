@@ -35,8 +35,9 @@ Error isolation: nothing that a plugin does can break the others or the core.
   so a plugin can never silently replace a built-in name; a later plugin registering a taken
   name is recorded as broken with an error naming both plugins, and its other entries still
   count.
-- Invalid entries (an estimator that is not an ``Estimator`` subclass, a noise model that is
-  not a ``NoiseModel`` dataclass, a robot directory without ``robot.urdf``, ...) are skipped
+- Invalid entries (an estimator that is not an ``Estimator`` subclass, a class registered
+  under another name than its own, a noise model that is not a ``NoiseModel`` dataclass, a
+  robot directory without ``robot.urdf``, ...) are skipped
   and recorded the same way, naming the plugin, the name and what was expected; asking for
   such a name says why it was refused.
 
@@ -44,9 +45,13 @@ There is one registry per kind of thing, here; no other module keeps a table of 
 registries are rebuilt from the hooks on every call (cheap: a few function calls), so a plugin
 registered with ``pm.register`` counts at once.
 
-Import cost: this module imports only the standard library, pluggy and
-:mod:`robotid_sim.hookspecs` / :mod:`robotid_sim.errors`; the validators import the base
-classes they check against on first use.
+Import cost and layers: this module imports only the standard library, pluggy and
+:mod:`robotid_sim.hookspecs` / :mod:`robotid_sim.errors`, never a stage of robotid_sim (a
+contract checked by ``lint-imports``). A registered class is checked by its own base class
+(``Estimator``, ``Controller``, ``NoiseModel``, ``IdentifiedModel``), found in the class's MRO by
+its :data:`~robotid_sim.hookspecs.REGISTRY_HOOK_ATTRIBUTE` and asked through its
+``registration_problem(name)`` classmethod; ``register(cls)`` takes the name from the class
+(``registered_name()``).
 
 Every problem is recorded as a :class:`PluginInfo` with ``status="broken"`` and
 ``error="<ExceptionType>: <message>"`` (several problems are joined by ``"; "``), logged once
@@ -55,7 +60,6 @@ as a warning, and shown by ``robotid-sim plugins``. Nothing here prints.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import importlib
 import importlib.metadata
@@ -82,7 +86,8 @@ PLUGINS_ENV_VAR = "ROBOTID_SIM_PLUGINS"
 #: the distribution that ships the built-in plugins
 DISTRIBUTION_NAME = "robotid-sim"
 #: built-in plugin modules, in registration order; imported directly only when no entry point
-#: points to them (stale metadata), otherwise loaded through their entry points
+#: points to them (stale metadata), otherwise loaded through their entry points. The entry points of
+#: pyproject.toml list the same modules in the same order, each named after its module (a test checks it)
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "robotid_sim_plugins.core",
     "robotid_sim_plugins.controllers",
@@ -426,80 +431,44 @@ def _describe_value(obj: Any) -> str:
     return f"{type(obj).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def _require_subclass(obj: Any, base: type, base_name: str) -> type:
-    """``obj`` if it is a concrete subclass of ``base``; else :class:`_Invalid` saying what is expected."""
-    if not inspect.isclass(obj) or not issubclass(obj, base):
-        raise _Invalid(f"a subclass of {base_name}")
-    if inspect.isabstract(obj):
-        missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))
-        raise _Invalid(f"a concrete subclass of {base_name} (it is abstract: implement {missing})")
-    return obj
+def _registry_base(hook_name: str, obj: Any) -> type | None:
+    """The base class in ``obj``'s MRO that declares itself the base of ``hook_name``'s entries, or None.
 
-
-def _check_estimator(name: str, obj: Any) -> type:
-    from robotid_sim.identification.estimator import Estimator
-
-    return _require_subclass(obj, Estimator, "robotid_sim.identification.Estimator")
-
-
-def _controller_base() -> type | None:
-    """``robotid_sim.control.Controller`` when that package can be imported, else None."""
-    try:
-        module = importlib.import_module("robotid_sim.control")
-    except Exception:  # not written yet, or broken: fall back to the duck-typed check
-        logger.debug("robotid_sim.control not importable; checking controllers by their methods", exc_info=True)
+    A registrable base class (``Estimator``, ``Controller``, ``NoiseModel``, ``IdentifiedModel``) names its
+    hook in its own class attribute :data:`~robotid_sim.hookspecs.REGISTRY_HOOK_ATTRIBUTE` and provides the
+    classmethods ``registered_name()`` and ``registration_problem(name)``; this registry calls them through the
+    registered class and never imports a base class.
+    """
+    if not inspect.isclass(obj):
         return None
-    base = getattr(module, "Controller", None)
-    return base if inspect.isclass(base) else None
+    return next((k for k in obj.__mro__ if vars(k).get(hookspecs.REGISTRY_HOOK_ATTRIBUTE) == hook_name), None)
 
 
-def _defines(cls: type, method: str) -> bool:
-    """Whether ``cls`` (not ``object``, nor its metaclass) defines a callable ``method``."""
-    return any(callable(vars(k).get(method)) for k in cls.__mro__ if k is not object)
+def _class_check(hook_name: str, expected: str) -> Callable[[str, Any], type]:
+    """A validator for a hook whose entries are subclasses of a registrable base class.
 
+    Args:
+        hook_name: the hook.
+        expected: what is expected of an entry that is not such a subclass; ``{name}`` stands for the name.
+    """
 
-def _check_controller(name: str, obj: Any) -> type:
-    base = _controller_base()
-    if base is not None:
-        return _require_subclass(obj, base, "robotid_sim.control.Controller")
-    if not inspect.isclass(obj) or not (_defines(obj, "__call__") and _defines(obj, "reset")):
-        raise _Invalid("a controller class with the methods __call__ and reset")
-    return obj
+    def check(name: str, obj: Any) -> type:
+        if _registry_base(hook_name, obj) is None:
+            raise _Invalid(expected.format(name=name))
+        try:
+            problem = obj.registration_problem(name)
+        except Exception as exc:  # a plugin's override must not break the registry
+            problem = f"a class whose registration_problem works (it raised {_error_text(exc)})"
+        if problem is not None:
+            raise _Invalid(problem)
+        return obj
 
-
-def _check_noise_model(name: str, obj: Any) -> type:
-    from robotid_sim.sim.noise import NoiseModel
-
-    expected = f"a subclass of robotid_sim.sim.noise.NoiseModel that is a frozen dataclass with kind = '{name}'"
-    if not inspect.isclass(obj) or not issubclass(obj, NoiseModel):
-        raise _Invalid(expected)
-    problems = []
-    if not dataclasses.is_dataclass(obj) or not obj.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        problems.append("not a frozen dataclass")
-    if inspect.isabstract(obj):
-        problems.append(f"abstract: implement {', '.join(sorted(obj.__abstractmethods__))}")
-    if getattr(obj, "kind", None) != name:
-        problems.append(f"kind = {getattr(obj, 'kind', None)!r}")
-    if problems:
-        raise _Invalid(f"{expected} (it is {'; '.join(problems)})")
-    return obj
+    return check
 
 
 def _check_excitation(name: str, obj: Any) -> Callable[..., Any]:
     if not callable(obj):
         raise _Invalid("a callable factory(config, robot) -> Excitation")
-    return obj
-
-
-def _check_model_kind(name: str, obj: Any) -> type:
-    from robotid_sim.identification.model import IdentifiedModel
-
-    _require_subclass(obj, IdentifiedModel, "robotid_sim.identification.IdentifiedModel")
-    if getattr(obj, "kind", None) != name:
-        raise _Invalid(
-            f"a subclass of robotid_sim.identification.IdentifiedModel with kind = '{name}' "
-            f"(got kind = {getattr(obj, 'kind', None)!r})"
-        )
     return obj
 
 
@@ -513,15 +482,66 @@ def _check_robot_dir(name: str, obj: Any) -> Path:
     return path
 
 
-#: hook name -> (kind of thing registered, validator(name, obj) -> stored value, raising _Invalid)
-_HOOKS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
-    "register_estimators": ("estimator", _check_estimator),
-    "register_controllers": ("controller", _check_controller),
-    "register_robots": ("robot", _check_robot_dir),
-    "register_noise_models": ("noise model", _check_noise_model),
-    "register_excitations": ("excitation", _check_excitation),
-    "register_model_kinds": ("model kind", _check_model_kind),
+@dataclass(frozen=True)
+class _Hook:
+    """One registry: what its hook registers and how an entry is checked."""
+
+    #: the kind of thing registered, for messages (``"estimator"``)
+    kind: str
+    #: validator(name, obj) -> the value stored, raising :class:`_Invalid`
+    check: Callable[[str, Any], Any]
+    #: the name of an entry registered without one (``register(cls)``), or None when it has none of its own
+    own_name: Callable[[Any], str | None]
+
+
+def _class_name(hook_name: str) -> Callable[[Any], str | None]:
+    """The name a class registered through ``hook_name`` gives itself (its ``registered_name()``), or None."""
+
+    def own_name(obj: Any) -> str | None:
+        if _registry_base(hook_name, obj) is None:
+            return None
+        try:
+            return obj.registered_name()
+        except Exception:  # a plugin's override must not break the registry: the entry is refused as nameless
+            logger.debug("registered_name() of %s raised", _describe_value(obj), exc_info=True)
+            return None
+
+    return own_name
+
+
+def _directory_name(obj: Any) -> str | None:
+    return Path(obj).name if isinstance(obj, str | os.PathLike) else None
+
+
+_HOOKS: dict[str, _Hook] = {
+    "register_estimators": _Hook(
+        "estimator",
+        _class_check("register_estimators", "a subclass of robotid_sim.identification.Estimator"),
+        _class_name("register_estimators"),
+    ),
+    "register_controllers": _Hook(
+        "controller",
+        _class_check("register_controllers", "a subclass of robotid_sim.control.Controller"),
+        _class_name("register_controllers"),
+    ),
+    "register_robots": _Hook("robot", _check_robot_dir, _directory_name),
+    "register_noise_models": _Hook(
+        "noise model",
+        _class_check(
+            "register_noise_models",
+            "a subclass of robotid_sim.sim.noise.NoiseModel that is a frozen dataclass with kind = '{name}'",
+        ),
+        _class_name("register_noise_models"),
+    ),
+    "register_excitations": _Hook("excitation", _check_excitation, lambda obj: None),
+    "register_model_kinds": _Hook(
+        "model kind",
+        _class_check("register_model_kinds", "a subclass of robotid_sim.identification.IdentifiedModel"),
+        _class_name("register_model_kinds"),
+    ),
 }
+
+_NO_NAME = object()
 
 
 def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
@@ -532,7 +552,6 @@ def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
     earlier ones; refused entries are remembered in ``state.rejected[hook_name]``.
     """
     state = _get_state()
-    kind, check = _HOOKS[hook_name]
     order = {id(plugin): k for k, (_, plugin) in enumerate(state.pm.list_name_plugin())}
     impls = sorted(
         getattr(state.pm.hook, hook_name).get_hookimpls(), key=lambda impl: order.get(id(impl.plugin), len(order))
@@ -546,8 +565,8 @@ def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
             continue
         entries: list[tuple[Any, Any]] = []
 
-        def register(name: str, obj: Any, _entries: list = entries) -> None:
-            _entries.append((name, obj))
+        def register(name: Any, obj: Any = _NO_NAME, _entries: list = entries) -> None:
+            _entries.append((_NO_NAME, name) if obj is _NO_NAME else (name, obj))
 
         try:
             impl.function(*[{"register": register}[arg] for arg in impl.argnames])
@@ -555,36 +574,48 @@ def _collect(hook_name: str) -> dict[str, tuple[Any, str]]:
             logger.debug("%s of plugin '%s' raised", hook_name, plugin, exc_info=True)
             _set_problem(state, plugin, hook_name, f"{_error_text(exc)} (in {hook_name})")
             continue
-        errors = []
-        for name, obj in entries:
-            if not isinstance(name, str) or not name.strip():
-                errors.append(
-                    f"PluginError: plugin '{plugin}' registers a {kind} named {name!r}; "
-                    "expected a non-empty string as its name"
-                )
-                continue
-            try:
-                value = check(name, obj)
-            except _Invalid as exc:
-                error = (
-                    f"PluginError: plugin '{plugin}' registers {kind} '{name}' as {_describe_value(obj)}; "
-                    f"expected {exc}"
-                )
-                errors.append(error)
-                rejected.setdefault(name, error)
-                continue
-            if name in found:
-                owner = found[name][1]
-                errors.append(
-                    f"PluginError: {kind} '{name}' is already registered by plugin '{owner}'; "
-                    f"plugin '{plugin}' cannot register it again (the first registration wins: "
-                    "rename it)"
-                )
-                continue
-            found[name] = (value, plugin)
-        _set_problem(state, plugin, hook_name, "; ".join(errors) or None)
+        errors = [_add_entry(hook_name, plugin, name, obj, found, rejected) for name, obj in entries]
+        _set_problem(state, plugin, hook_name, "; ".join(error for error in errors if error) or None)
     state.rejected[hook_name] = {name: error for name, error in rejected.items() if name not in found}
     return found
+
+
+def _add_entry(
+    hook_name: str, plugin: str, name: Any, obj: Any, found: dict[str, tuple[Any, str]], rejected: dict[str, str]
+) -> str | None:
+    """Check one entry of ``plugin`` and add it to ``found``; the error text when it is refused, else None.
+
+    ``name`` is :data:`_NO_NAME` for ``register(obj)``: the entry's own name is used (a class's
+    ``registered_name()``, a robot directory's name).
+    """
+    hook = _HOOKS[hook_name]
+    if name is _NO_NAME:
+        name = hook.own_name(obj)
+        if name is None:
+            return (
+                f"PluginError: plugin '{plugin}' registers {hook.kind} {_describe_value(obj)} without a name; "
+                f"expected register(name, {hook.kind.replace(' ', '_')}) or an entry that names itself"
+            )
+    if not isinstance(name, str) or not name.strip():
+        return (
+            f"PluginError: plugin '{plugin}' registers a {hook.kind} named {name!r}; "
+            "expected a non-empty string as its name"
+        )
+    try:
+        value = hook.check(name, obj)
+    except _Invalid as exc:
+        error = (
+            f"PluginError: plugin '{plugin}' registers {hook.kind} '{name}' as {_describe_value(obj)}; expected {exc}"
+        )
+        rejected.setdefault(name, error)
+        return error
+    if name in found:
+        return (
+            f"PluginError: {hook.kind} '{name}' is already registered by plugin '{found[name][1]}'; "
+            f"plugin '{plugin}' cannot register it again (the first registration wins: rename it)"
+        )
+    found[name] = (value, plugin)
+    return None
 
 
 def _registry(hook_name: str) -> dict[str, Any]:
@@ -626,7 +657,7 @@ def model_kinds() -> dict[str, type]:
 
 
 def _lookup(hook_name: str, name: str) -> Any:
-    kind = _HOOKS[hook_name][0]
+    kind = _HOOKS[hook_name].kind
     registry = _registry(hook_name)
     if name in registry:
         return registry[name]
@@ -726,9 +757,9 @@ def list_plugins() -> list[PluginInfo]:
     """
     state = _get_state()
     contributed: dict[str, list[str]] = {}
-    for hook_name, (kind, _) in _HOOKS.items():
+    for hook_name, hook in _HOOKS.items():
         for name, (_, plugin) in _collect(hook_name).items():
-            contributed.setdefault(plugin, []).append(f"{kind} {name}")
+            contributed.setdefault(plugin, []).append(f"{hook.kind} {name}")
     infos = []
     for name, plugin in state.pm.list_name_plugin():
         origin = state.origins.get(name) or PluginInfo(

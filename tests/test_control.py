@@ -193,9 +193,9 @@ class FeedforwardPD(Controller):
     """A third controller, written here: the plant model's torque at the reference + PD. It
     records what the loop gives it."""
 
-    def __init__(self, kp: float = 80.0, kd: float = 2.0):
-        self.kp = kp
-        self.kd = kd
+    class Options(Controller.Options):
+        kp: float = 80.0
+        kd: float = 2.0
 
     def reset(self, plant):
         super().reset(plant)
@@ -333,6 +333,27 @@ def test_controller_options():
         "kp": [1.0, 2.0],
         "kd": 3.0,
     }
+
+
+@pytest.mark.parametrize("name", ["pid", "pd", "feedforward", "computed_torque", "computed_torque_pd"])
+def test_a_builtin_controller_declares_its_options_and_refuses_others(name):
+    cls = plugins.get_controller(name)
+    defaults = {key: field.default for key, field in cls.Options.model_fields.items()}
+    assert cls().get_params() == defaults
+    assert cls.from_options(**defaults).get_params() == defaults
+    with pytest.raises(ConfigError, match=rf"controller '{name}': unknown option\(s\) \['gain'\]; valid options: "):
+        cls(gain=1.0)
+
+
+def test_the_controller_interface_is_the_simulator_layers_and_control_exports_it():
+    from robotid_sim.sim import tracking
+
+    assert (Controller, Plant, Reference, ComputedTorquePD) == (
+        tracking.Controller,
+        tracking.Plant,
+        tracking.Reference,
+        tracking.ComputedTorquePD,
+    )
 
 
 def test_built_in_controllers_are_registered():

@@ -220,10 +220,10 @@ def test_threaded_and_numpy_paths_agree_with_the_serial_kernels(robots, rng, mon
 
 def test_threaded_rnea_blocks_cover_every_sample(robots, rng, monkeypatch):
     """The threaded RNEA runs blocks of BLOCK samples: several blocks and a partial last one."""
-    from robotid_sim.dynamics import _crba_kernels
+    from robotid_sim.dynamics import crba_kernels
 
     robot = robots["hyper9"].with_parameters(_random_theta(robots["hyper9"], rng))
-    N = 2 * _crba_kernels.BLOCK + 37
+    N = 2 * crba_kernels.BLOCK + 37
     q, qd, qdd = robot.random_states(rng, N)
     serial = robot.rigid_body_torque(q, qd, qdd)
     monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", 1)

@@ -256,7 +256,7 @@ def test_a_plugin_registered_directly_is_version_checked_too():
 
         @hookimpl
         def register_estimators(self, register):
-            register("from_the_future", OLSEstimator)
+            register(type("FromTheFuture", (OLSEstimator,), {"name": "from_the_future"}))
 
     class Current(Future):
         ROBOTID_SIM_PLUGIN_API = PLUGIN_API_VERSION

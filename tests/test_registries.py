@@ -285,15 +285,9 @@ def _estimator(name):
 
 
 def _controller(name):
-    return type(f"Ctrl_{name}", (_controller_base(),), {"__call__": lambda self, *a: None, "reset": lambda self: None})
+    from robotid_sim.control import Controller
 
-
-def _controller_base():
-    try:
-        from robotid_sim.control import Controller
-    except ImportError:
-        return object
-    return Controller
+    return type(f"Ctrl_{name}", (Controller,), {"name": name, "__call__": lambda self, *a: None})
 
 
 def _noise(name):
@@ -428,7 +422,21 @@ INVALID_CASES = [
         "expected a subclass of robotid_sim.identification.Estimator",
     ),
     ("register_estimators", "estimator", "bad_instance", lambda: _estimator("x")(), "expected a subclass of"),
+    (
+        "register_estimators",
+        "estimator",
+        "renamed_est",
+        lambda: _estimator("other"),
+        "with name = 'renamed_est' (got name = 'other')",
+    ),
     ("register_controllers", "controller", "bad_ctrl", lambda: NoReset, "expected a"),
+    (
+        "register_controllers",
+        "controller",
+        "renamed_ctrl",
+        lambda: _controller("other"),
+        "with name = 'renamed_ctrl' (got name = 'other')",
+    ),
     (
         "register_noise_models",
         "noise model",
@@ -476,6 +484,47 @@ def test_invalid_entry_is_skipped_and_its_plugin_broken(hook, kind, name, make, 
     error = by_name(plugins.list_plugins())["sloppy"].error
     assert f"PluginError: plugin 'sloppy' registers {kind} '{name}' as " in error
     assert expected in error
+
+
+@pytest.mark.parametrize("kind", ["estimator", "controller", "noise model", "model kind", "robot"])
+def test_an_entry_registered_without_a_name_registers_under_its_own(kind, tmp_path):
+    hook, registry, _, _ = REGISTRIES[kind]
+    entry = _maker(kind, tmp_path)("self_named")
+    name = Path(entry).name if kind == "robot" else "self_named"
+
+    class Plugin:
+        pass
+
+    setattr(Plugin, hook, staticmethod(hookimpl(lambda register: register(entry), specname=hook)))
+    register(Plugin(), "self_naming")
+    assert registry()[name] == entry
+    assert by_name(plugins.list_plugins())["self_naming"].ok
+
+
+def test_a_class_whose_own_registration_check_raises_is_refused_and_the_others_still_count():
+    from robotid_sim.identification.estimator import Estimator
+
+    def broken_check(cls, name):
+        raise RuntimeError("oops")
+
+    broken = type(
+        "BrokenCheck", (Estimator,), {"name": "broken_check", "registration_problem": classmethod(broken_check)}
+    )
+    register(_plugin("register_estimators", {"broken_check": broken, "good_one": _estimator("good_one")}), "odd")
+    entries = plugins.estimators()
+    assert "broken_check" not in entries and "good_one" in entries
+    assert "registration_problem works (it raised RuntimeError: oops)" in by_name(plugins.list_plugins())["odd"].error
+
+
+def test_an_excitation_registered_without_a_name_is_refused():
+    class Plugin:
+        @hookimpl
+        def register_excitations(self, register):
+            register(my_excitation)
+
+    register(Plugin(), "nameless")
+    error = by_name(plugins.list_plugins())["nameless"].error
+    assert "registers excitation function" in error and "without a name; expected register(name, excitation)" in error
 
 
 def test_non_string_name_is_refused():

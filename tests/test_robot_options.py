@@ -17,7 +17,7 @@ import yaml
 from helpers import pybullet_data_file
 
 import robotid_sim as rid
-from robotid_sim.robot.chain import rpy_to_matrix
+from robotid_sim.dynamics.chain import rpy_to_matrix
 from robotid_sim.robot.model import FRICTION_FROM_SIDECAR, FRICTION_FROM_URDF, FRICTION_NONE
 from robotid_sim.robot.structure import RobotStructure
 from robotid_sim.robot.urdf import pybullet_urdf

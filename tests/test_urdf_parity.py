@@ -17,8 +17,8 @@ import pytest
 from helpers import pybullet_data_file
 
 import robotid_sim as rid
+from robotid_sim.dynamics.chain import inertial_parameters
 from robotid_sim.robot import physical
-from robotid_sim.robot.chain import inertial_parameters
 from robotid_sim.robot.urdf import pybullet_urdf
 from robotid_sim.sim import pybullet_sim
 from robotid_sim.sim.pybullet_sim import PyBulletSimulator
@@ -78,7 +78,7 @@ def _assert_identified_exactly(robot, duration=None):
 
 # ---------------------------------------------------------------------------- physical consistency
 def _body(mass, com, principal, rpy=(0.3, -0.2, 0.5)):
-    from robotid_sim.robot.chain import rpy_to_matrix
+    from robotid_sim.dynamics.chain import rpy_to_matrix
 
     R = rpy_to_matrix(rpy)
     return inertial_parameters(mass, np.asarray(com, float), R @ np.diag(principal) @ R.T)

@@ -1,6 +1,10 @@
 """Controllers that drive the arm along a reference, and the closed-loop runs that compare them
 (SPEC §5, §10).
 
+The controller interface (:class:`Plant`, :class:`Reference`, :class:`Controller`,
+:class:`AccelerationController`) and the simulator's default :class:`ComputedTorquePD` are defined in
+:mod:`robotid_sim.sim.tracking`, the layer of the simulator that drives them, and exported here.
+
 A controller is configured with keyword options, reset with the :class:`Plant` it controls
 (its model, the control period and n), then called once per step::
 
@@ -28,13 +32,14 @@ Controllers are also plugins; the built-in ones (``robotid_sim.plugins.get_contr
 ``closed_loop`` is imported on first use: it needs the simulator, which imports this package.
 """
 
-from robotid_sim.control.base import (
+from robotid_sim.control.model_based import ComputedTorque, Feedforward, ModelOption, describe_model, resolve_model
+from robotid_sim.control.pd import PD
+from robotid_sim.control.pid import PID, SEED000_KD, SEED000_KI, SEED000_KP
+from robotid_sim.sim.tracking import (
     COMPUTED_TORQUE_KD,
     COMPUTED_TORQUE_KP,
-    SEED000_KD,
-    SEED000_KI,
-    SEED000_KP,
     AccelerationController,
+    ComputedTorquePD,
     Controller,
     Plant,
     Reference,
@@ -42,9 +47,6 @@ from robotid_sim.control.base import (
     model_torque,
     per_joint_gain,
 )
-from robotid_sim.control.model_based import ComputedTorque, Feedforward, ModelOption, describe_model, resolve_model
-from robotid_sim.control.pd import PD, ComputedTorquePD
-from robotid_sim.control.pid import PID
 
 __all__ = [
     "COMPUTED_TORQUE_KD",

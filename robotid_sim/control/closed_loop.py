@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from robotid_sim.control.base import Controller, Plant, Reference
 from robotid_sim.errors import ConfigError, DataError, RobotIdError
+from robotid_sim.sim.tracking import Controller, Plant, Reference
 
 log = logging.getLogger(__name__)
 

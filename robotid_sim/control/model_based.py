@@ -16,21 +16,21 @@ import os
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import Field
 
-from robotid_sim.control.base import (
-    COMPUTED_TORQUE_KD,
-    COMPUTED_TORQUE_KP,
-    SEED000_KD,
-    SEED000_KI,
-    SEED000_KP,
+from robotid_sim.control.pid import PID
+from robotid_sim.errors import ConfigError, RobotIdError
+from robotid_sim.sim.tracking import (
+    ComputedTorquePD,
     Controller,
+    Gain,
     Plant,
     Reference,
     model_torque,
 )
-from robotid_sim.control.pd import ComputedTorquePD
-from robotid_sim.control.pid import PID
-from robotid_sim.errors import ConfigError, RobotIdError
+
+#: the description of the ``model`` option of the model-based controllers
+MODEL_OPTION = "the model: an identified model, a Robot or a saved model's path; None: the plant's own model"
 
 
 def resolve_model(value: Any, plant: Plant, controller: str, methods: tuple[str, ...] = ()) -> Any:
@@ -145,19 +145,12 @@ class Feedforward(ModelOption, PID):
     name = "feedforward"
     gravity_compensation = False
 
-    def __init__(
-        self,
-        model: Any = None,
-        kp: float | np.ndarray = SEED000_KP,
-        ki: float | np.ndarray = SEED000_KI,
-        kd: float | np.ndarray = SEED000_KD,
-        integral_limit: float | np.ndarray | None = None,
-    ):
-        self.model_option = model
-        self.kp = kp
-        self.ki = ki
-        self.kd = kd
-        self.integral_limit = integral_limit
+    class Options(Controller.Options):
+        model: Any = Field(None, description=MODEL_OPTION)
+        kp: Gain = PID.Options.model_fields["kp"]
+        ki: Gain = PID.Options.model_fields["ki"]
+        kd: Gain = PID.Options.model_fields["kd"]
+        integral_limit: Gain = PID.Options.model_fields["integral_limit"]
 
     def __call__(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
         return model_torque(self._model, reference.q, reference.qd, reference.qdd) + self.feedback(q, qd, reference)
@@ -181,15 +174,10 @@ class ComputedTorque(ModelOption, ComputedTorquePD):
     name = "computed_torque"
     model_methods = ("mass_matrix", "bias_torque")
 
-    def __init__(
-        self,
-        model: Any = None,
-        kp: float | np.ndarray = COMPUTED_TORQUE_KP,
-        kd: float | np.ndarray = COMPUTED_TORQUE_KD,
-    ):
-        self.model_option = model
-        self.kp = kp
-        self.kd = kd
+    class Options(Controller.Options):
+        model: Any = Field(None, description=MODEL_OPTION)
+        kp: Gain = ComputedTorquePD.Options.model_fields["kp"]
+        kd: Gain = ComputedTorquePD.Options.model_fields["kd"]
 
     def __call__(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
         qdd = self.acceleration(t, q, qd, reference)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
-from robotid_sim.control.base import (
-    SEED000_KD,
-    SEED000_KI,
-    SEED000_KP,
-    Controller,
-    Plant,
-    Reference,
-    flag_option,
-    per_joint_gain,
-)
+import numpy as np
+from pydantic import Field
+
+from robotid_sim.sim.tracking import Controller, Gain, Plant, Reference, flag_option, per_joint_gain
+
+#: seed 000's PID gains, "Kp = 80, Ki = 8, and Kd = 2" (N·m/rad, N·m/(rad·s), N·m·s/rad), shared by
+#: every controller of its comparison (``pid``, ``feedforward``, and ``pd`` without the integral)
+SEED000_KP = 80.0
+SEED000_KI = 8.0
+SEED000_KD = 2.0
 
 
 class PID(Controller):
@@ -36,19 +36,12 @@ class PID(Controller):
 
     name = "pid"
 
-    def __init__(
-        self,
-        kp: float | np.ndarray = SEED000_KP,
-        ki: float | np.ndarray = SEED000_KI,
-        kd: float | np.ndarray = SEED000_KD,
-        integral_limit: float | np.ndarray | None = None,
-        gravity_compensation: bool = False,
-    ):
-        self.kp = kp
-        self.ki = ki
-        self.kd = kd
-        self.integral_limit = integral_limit
-        self.gravity_compensation = gravity_compensation
+    class Options(Controller.Options):
+        kp: Gain = Field(SEED000_KP, description="proportional gain (N·m/rad, N/m), a scalar or one per joint")
+        ki: Gain = Field(SEED000_KI, description="integral gain (N·m/(rad·s), N/(m·s)), a scalar or one per joint")
+        kd: Gain = Field(SEED000_KD, description="derivative gain (N·m·s/rad, N·s/m), a scalar or one per joint")
+        integral_limit: Gain = Field(None, description="clamp on the integral term ki ∫e dt (N·m or N); None: none")
+        gravity_compensation: Any = Field(False, description="add the plant model's torque at rest at q (true/false)")
 
     def reset(self, plant: Plant) -> None:
         """Resolve the gains for ``plant``'s joints and set the integral ∫e dt (n,) to zero."""

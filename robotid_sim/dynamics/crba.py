@@ -17,7 +17,7 @@ Rigid body only: friction, which lives in Python model objects, is the caller's 
 (:class:`robotid_sim.robot.model.Robot` does). Rotor inertia is an optional diagonal added to M.
 
 Functions (q, qd, qdd, tau are (N, n), or (n,) for one sample; ``joints`` is a sequence of
-:class:`~robotid_sim.robot.chain.Joint`, whose ``inertial`` fields are ignored, or
+:class:`~robotid_sim.dynamics.chain.Joint`, whose ``inertial`` fields are ignored, or
 :func:`pack_chain` of one; ``inertials`` is (n, 10)):
 
 - :func:`mass_matrix_and_bias` ``(joints, inertials, gravity, q, qd, rotor_inertia=None) -> (M, h)``
@@ -52,14 +52,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from robotid_sim.dynamics.chain import Joint
 from robotid_sim.errors import DataError, ModelError
-
-if TYPE_CHECKING:  # no run-time import of robotid_sim.robot: this module must import on its own
-    from robotid_sim.robot.chain import Joint
 
 #: batches of at least this many samples use the threaded (prange) kernels
 PARALLEL_MIN_SAMPLES = 2048
@@ -147,21 +144,21 @@ def pack_chain(joints: Sequence[Joint] | ChainArrays) -> ChainArrays:
 _KERNELS = None
 
 
-def _kernels():
+def kernels():
     """The numba kernel module, imported (and compiled or loaded from cache) on first use; None
     without numba."""
     global _KERNELS
     if _KERNELS is None:
         try:
-            from robotid_sim.dynamics import _crba_kernels
+            from robotid_sim.dynamics import crba_kernels
         except ImportError:  # pragma: no cover - numba is a dependency
             _KERNELS = False
         else:
-            _KERNELS = _crba_kernels
+            _KERNELS = crba_kernels
     return _KERNELS or None
 
 
-def _array(x, shape: tuple[int, ...] | None = None, what: str = "") -> np.ndarray:
+def kernel_array(x, shape: tuple[int, ...] | None = None, what: str = "") -> np.ndarray:
     """Float C-contiguous and writable (numba compiles read-only arrays as another type)."""
     arr = np.ascontiguousarray(x, dtype=float)
     if not arr.flags.writeable:
@@ -171,11 +168,11 @@ def _array(x, shape: tuple[int, ...] | None = None, what: str = "") -> np.ndarra
     return arr
 
 
-def _states(n: int, *arrays) -> list[np.ndarray]:
+def kernel_states(n: int, *arrays) -> list[np.ndarray]:
     """Float C-contiguous (N, n) arrays; a 1-D (n,) array is one sample."""
     out = []
     for x in arrays:
-        arr = _array(x)
+        arr = kernel_array(x)
         if arr.ndim == 1:
             arr = arr.reshape(1, -1)
         if arr.ndim != 2 or arr.shape[1] != n or (out and arr.shape[0] != out[0].shape[0]):
@@ -186,9 +183,9 @@ def _states(n: int, *arrays) -> list[np.ndarray]:
 
 def _params(chain: ChainArrays, inertials, gravity, rotor_inertia=None):
     n = chain.n_dof
-    inert = _array(inertials, (n, 10), "inertials")
-    g = _array(gravity, (3,), "gravity")
-    rotor = np.zeros(n) if rotor_inertia is None else _array(rotor_inertia, (n,), "rotor_inertia")
+    inert = kernel_array(inertials, (n, 10), "inertials")
+    g = kernel_array(gravity, (3,), "gravity")
+    rotor = np.zeros(n) if rotor_inertia is None else kernel_array(rotor_inertia, (n,), "rotor_inertia")
     return inert, g, rotor
 
 
@@ -225,9 +222,9 @@ def mass_matrix_and_bias(
     n = chain.n_dof
     inert, g, rotor = _params(chain, inertials, gravity, rotor_inertia)
     want_h = qd is not None
-    q, qd = _states(n, q, qd if want_h else q)
+    q, qd = kernel_states(n, q, qd if want_h else q)
     N = q.shape[0]
-    k = _kernels()
+    k = kernels()
     if k is None:
         return _mass_matrix_and_bias_numpy(chain, inert, g, rotor, q, qd if want_h else None)
     M = np.empty((N, n, n))
@@ -261,8 +258,8 @@ def inverse_dynamics(
     chain = pack_chain(joints)
     n = chain.n_dof
     inert, g, _ = _params(chain, inertials, gravity)
-    q, qd, qdd = _states(n, q, qd, qdd)
-    k = _kernels()
+    q, qd, qdd = kernel_states(n, q, qd, qdd)
+    k = kernels()
     if k is None:
         from robotid_sim.dynamics.newton_euler import rnea
 
@@ -293,9 +290,9 @@ def forward_dynamics(
     chain = pack_chain(joints)
     n = chain.n_dof
     inert, g, rotor = _params(chain, inertials, gravity, rotor_inertia)
-    q, qd, tau = _states(n, q, qd, tau)
+    q, qd, tau = kernel_states(n, q, qd, tau)
     N = q.shape[0]
-    k = _kernels()
+    k = kernels()
     if k is None:
         M, h = _mass_matrix_and_bias_numpy(chain, inert, g, rotor, q, qd)
         try:

@@ -9,7 +9,7 @@ frame j-1 coordinates into frame j, ``p_j`` is the origin of frame j in frame j-
 ``w`` (angular), ``dw`` (angular acceleration) and ``a`` (linear acceleration of the frame
 origin, gravity included as a base acceleration of -g) are expressed in the link's own frame.
 
-The compiled per-sample kernels (:mod:`robotid_sim.dynamics._crba_kernels`) do the work in
+The compiled per-sample kernels (:mod:`robotid_sim.dynamics.crba_kernels`) do the work in
 practice; these numpy functions are the reference they are tested against and the fallback where
 numba is missing.
 """
@@ -18,15 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robotid_sim.dynamics.states import as_states
-
-if TYPE_CHECKING:  # annotations only: importing robotid_sim.robot here would be circular
-    from robotid_sim.robot.chain import Joint
-    from robotid_sim.robot.model import Robot
+from robotid_sim.dynamics.chain import Joint
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -220,41 +215,6 @@ def inertial_regressor(
             A = A[:, :, local]
         np.matmul(psi[:, : j + 1], A, out=out[:, : j + 1, start : start + len(local)])
     return out
-
-
-def reference_regressor(robot: Robot, q, qd, qdd, columns=None) -> np.ndarray:
-    """Batched numpy regressor of ``robot``: what :meth:`Robot.regressor
-    <robotid_sim.robot.model.Robot.regressor>` computes, same arguments and result.
-
-    ``Robot.regressor`` runs compiled kernels (:mod:`robotid_sim.dynamics._crba_kernels`);
-    this is the reference they are tested against, and their fallback where numba is missing.
-    :func:`inertial_regressor` gives the inertial columns, then the rotor (qdd) and friction
-    (``robot.friction.columns(qd)``) columns are written in. ``columns``: increasing indices into
-    theta, as for ``Robot.regressor``.
-    """
-    n = robot.n_dof
-    q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
-    N, b = q.shape[0], robot._block
-    selected = np.arange(robot.n_parameters) if columns is None else np.asarray(columns)
-    position = {int(c): k for k, c in enumerate(selected)}
-    link_columns = []
-    for j in range(n):
-        local = selected[(selected >= j * b) & (selected < j * b + 10)] - j * b
-        link_columns.append((local, position[j * b + int(local[0])] if len(local) else 0))
-    Y = np.zeros((N, n, len(selected)))
-    inertial_regressor(
-        robot.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), robot.gravity, out=Y, link_columns=link_columns
-    )
-    has_ia = robot.rotor_inertia is not None
-    friction = robot.friction.columns(qd) if robot.friction.suffixes else None
-    for j in range(n):
-        if has_ia and j * b + 10 in position:
-            Y[:, j, position[j * b + 10]] = qdd[:, j]
-        for c in range(len(robot.friction.suffixes)):
-            k = position.get(j * b + 10 + has_ia + c)
-            if k is not None:
-                Y[:, j, k] = friction[:, j, c]
-    return Y
 
 
 def rnea(

@@ -15,7 +15,7 @@ eigenvalues from rounding clipped to 0). Only models linear in their parameters
 covariance can be drawn. Each copy's draw becomes a full standard parameter vector
 (:meth:`~robotid_sim.identification.models.linear.LinearParameterModel.standard_equivalent`), and
 :class:`CopyParameters` steps all copies, each with its own parameters, through the compiled
-per-sample CRBA + RNEA + LU of :mod:`robotid_sim.dynamics._crba_kernels` in one call.
+per-sample CRBA + RNEA + LU of :mod:`robotid_sim.dynamics.crba_kernels` in one call.
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ class CopyParameters:
 
 
 def _per_copy_kernel():
-    """:func:`robotid_sim.dynamics._crba_kernels.forward_per_copy` (cached on disk), or None without numba."""
+    """:func:`robotid_sim.dynamics.crba_kernels.forward_per_copy` (cached on disk), or None without numba."""
     from robotid_sim.dynamics import crba
 
-    kernels = crba._kernels()
+    kernels = crba.kernels()
     return None if kernels is None else kernels.forward_per_copy

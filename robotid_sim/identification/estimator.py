@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from robotid_sim.errors import ConfigError, IdentificationError
+from robotid_sim.hookspecs import Registrable
 from robotid_sim.identification.model import IdentifiedModel
 from robotid_sim.identification.problem import IdentificationProblem
 
@@ -76,7 +77,7 @@ def options_error(estimator: str, exc: ValidationError, model: type[BaseModel]) 
 _DERIVED: dict[type, type[BaseModel]] = {}
 
 
-class Estimator:
+class Estimator(Registrable):
     """Base class. Subclasses set ``name``, their options (``Options`` or ``__init__``) and ``_fit``.
 
     Class attributes:
@@ -167,6 +168,10 @@ class Estimator:
         Raise one :class:`~robotid_sim.errors.ConfigError` naming the estimator and the option. The default
         accepts every robot.
         """
+
+    # registered through register_estimators under ``name`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_estimators"
+    registry_base = "robotid_sim.identification.Estimator"
 
     def _fit(self, problem: IdentificationProblem) -> IdentifiedModel:  # pragma: no cover - abstract
         raise NotImplementedError(f"estimator '{self.name}' does not implement _fit(problem)")

@@ -39,6 +39,7 @@ from robotid_sim._json import jsonable
 from robotid_sim.dynamics.forward import forward_dynamics_from_inverse, mass_matrix_from_inverse
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, DataError, ModelError
+from robotid_sim.hookspecs import Registrable
 from robotid_sim.safety import atomic_write, inside, read_npz
 
 FORMAT = "robotid_sim.identified_model"
@@ -82,7 +83,7 @@ class History:
             object.__setattr__(self, "std", std)
 
 
-class IdentifiedModel(ABC):
+class IdentifiedModel(Registrable, ABC):
     """Abstract identified model. Subclasses set ``kind`` and implement the abstract methods.
 
     Common attributes (set by :meth:`_init_common`):
@@ -96,6 +97,10 @@ class IdentifiedModel(ABC):
     """
 
     kind: ClassVar[str] = ""
+    # registered through register_model_kinds under ``kind`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_model_kinds"
+    registry_base = "robotid_sim.identification.IdentifiedModel"
+    registry_name_attribute = "kind"
 
     joint_names: list[str]
     estimator: str

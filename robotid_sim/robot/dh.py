@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from robotid_sim.errors import ConfigError
-from robotid_sim.robot.chain import (
+from robotid_sim.dynamics.chain import (
     inertial_parameters,
     matrix_to_rpy,
     split_inertial,
     transform_inertial,
 )
+from robotid_sim.errors import ConfigError
 
 
 def _rot_x(t):

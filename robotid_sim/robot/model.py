@@ -23,11 +23,11 @@ import numpy as np
 
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
+from robotid_sim.dynamics.chain import INERTIAL_NAMES, Joint, JointChain
 from robotid_sim.dynamics.friction import CoulombViscous, FrictionModel, NoFriction, friction_from_dict
-from robotid_sim.dynamics.newton_euler import reference_regressor
+from robotid_sim.dynamics.newton_euler import inertial_regressor
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, DataError, ModelError
-from robotid_sim.robot.chain import INERTIAL_NAMES, Joint, JointChain
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
 from robotid_sim.robot.structure import RobotStructure, locked_suffix
 from robotid_sim.robot.urdf import UrdfRobot, read_urdf
@@ -143,9 +143,9 @@ class Robot(JointChain):
         """Regressor Y (N, n, p) with Y @ theta = inverse dynamics incl. rotor and friction.
 
         Computed per sample by compiled Newton–Euler kernels
-        (:mod:`robotid_sim.dynamics._crba_kernels`; serial for small batches, threaded over
+        (:mod:`robotid_sim.dynamics.crba_kernels`; serial for small batches, threaded over
         samples from :data:`robotid_sim.dynamics.crba.PARALLEL_MIN_SAMPLES` on), or by the
-        batched numpy :func:`~robotid_sim.dynamics.newton_euler.reference_regressor` without numba.
+        batched numpy :func:`reference_regressor` without numba.
 
         Args:
             q, qd, qdd: joint states (N, n).
@@ -167,14 +167,14 @@ class Robot(JointChain):
             colmap, P = np.full(p, -1, dtype=np.int64), len(selected)
             colmap[selected.astype(np.int64, copy=False)] = np.arange(P)
             colmap = colmap.reshape(n, b)
-        kernels = crba._kernels()
+        kernels = crba.kernels()
         if kernels is None:  # no numba
             return reference_regressor(self, q, qd, qdd, columns)
         chain = crba.pack_chain(self.joints)
-        q, qd, qdd = crba._states(n, q, qd, qdd)  # C-contiguous and writable, as numba wants them
+        q, qd, qdd = crba.kernel_states(n, q, qd, qdd)  # C-contiguous and writable, as numba wants them
         N = q.shape[0]
         friction = self.friction.columns(qd) if self.friction.suffixes else np.empty((N, n, 0))
-        friction = crba._array(friction, (N, n, len(self.friction.suffixes)), "friction columns")
+        friction = crba.kernel_array(friction, (N, n, len(self.friction.suffixes)), "friction columns")
         Y = np.empty((N, n, P))
         kernel = kernels.regressor_parallel if N >= crba.PARALLEL_MIN_SAMPLES else kernels.regressor_serial
         kernel(
@@ -182,7 +182,7 @@ class Robot(JointChain):
             chain.axis,
             chain.origin_rotation,
             chain.origin_translation,
-            crba._array(self.gravity, (3,), "gravity"),
+            crba.kernel_array(self.gravity, (3,), "gravity"),
             q,
             qd,
             qdd,
@@ -294,6 +294,40 @@ class Robot(JointChain):
         )
 
 
+def reference_regressor(robot: Robot, q, qd, qdd, columns=None) -> np.ndarray:
+    """Batched numpy regressor of ``robot``: what :meth:`Robot.regressor` computes, same arguments and result.
+
+    ``Robot.regressor`` runs compiled kernels (:mod:`robotid_sim.dynamics.crba_kernels`);
+    this is the reference they are tested against, and their fallback where numba is missing.
+    :func:`~robotid_sim.dynamics.newton_euler.inertial_regressor` gives the inertial columns, then the
+    rotor (qdd) and friction (``robot.friction.columns(qd)``) columns are written in. ``columns``:
+    increasing indices into theta, as for ``Robot.regressor``.
+    """
+    n = robot.n_dof
+    q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
+    N, b = q.shape[0], robot._block
+    selected = np.arange(robot.n_parameters) if columns is None else np.asarray(columns)
+    position = {int(c): k for k, c in enumerate(selected)}
+    link_columns = []
+    for j in range(n):
+        local = selected[(selected >= j * b) & (selected < j * b + 10)] - j * b
+        link_columns.append((local, position[j * b + int(local[0])] if len(local) else 0))
+    Y = np.zeros((N, n, len(selected)))
+    inertial_regressor(
+        robot.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), robot.gravity, out=Y, link_columns=link_columns
+    )
+    has_ia = robot.rotor_inertia is not None
+    friction = robot.friction.columns(qd) if robot.friction.suffixes else None
+    for j in range(n):
+        if has_ia and j * b + 10 in position:
+            Y[:, j, position[j * b + 10]] = qdd[:, j]
+        for c in range(len(robot.friction.suffixes)):
+            k = position.get(j * b + 10 + has_ia + c)
+            if k is not None:
+                Y[:, j, k] = friction[:, j, c]
+    return Y
+
+
 def _urdf_friction(urdf: UrdfRobot, used: bool = True) -> FrictionModel | None:
     """Coulomb + viscous friction from the ``<dynamics friction damping>`` tags, or None if all are zero.
 
@@ -324,6 +358,58 @@ def _locks_note(locked: Mapping[str, float]) -> str:
     if not locked:
         return ""
     return f" that is not locked; the locked joint(s) {', '.join(locked)} are not counted"
+
+
+def _robot_friction(parsed: UrdfRobot, sc: Sidecar | None, n: int, locks: str, where: str) -> tuple[FrictionModel, str]:
+    """The friction model of :func:`robot_from_urdf` and where it comes from (:attr:`Robot.friction_source`).
+
+    The sidecar's ``friction`` if it has one (a warning is logged when the URDF's ``<dynamics>`` tags
+    differ from it), else the tags' Coulomb + viscous model, else no friction.
+    """
+    from_sidecar = sc is not None and sc.friction is not None
+    tag_friction = _urdf_friction(parsed, used=not from_sidecar)
+    if not from_sidecar:
+        if tag_friction is not None:
+            return tag_friction, FRICTION_FROM_URDF
+        return NoFriction(n), FRICTION_NONE
+    try:
+        friction = friction_from_dict(sc.friction, n)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("(one per joint)", f"(one per joint{locks})") + where) from None
+    if tag_friction is not None and not _same_friction(friction, tag_friction):
+        log.warning(
+            "robot '%s': the sidecar's friction (%s) replaces the URDF's <dynamics> tags "
+            "(friction %s, damping %s), which differ from it",
+            parsed.name,
+            friction.kind,
+            parsed.friction.tolist(),
+            parsed.damping.tolist(),
+        )
+    return friction, FRICTION_FROM_SIDECAR
+
+
+def _per_joint_arrays(joints, sc: Sidecar | None, locks: str, where: str):
+    """Rotor inertia (or None), gear ratio, velocity and acceleration limits (n,) of :func:`robot_from_urdf`.
+
+    The sidecar's values where it gives them, else: no rotor inertia, gear ratio 1, the URDF's velocity
+    limits (:data:`DEFAULT_VELOCITY_LIMIT` where there is none) and :data:`DEFAULT_ACCELERATION_LIMIT`.
+    """
+    n = len(joints)
+    vel = np.array([j.velocity_limit for j in joints])
+    vel = np.where(np.isfinite(vel), vel, DEFAULT_VELOCITY_LIMIT)
+    acc = np.full(n, DEFAULT_ACCELERATION_LIMIT)
+    rotor, gear = None, np.ones(n)
+    if sc is not None:
+        if sc.rotor_inertia is not None:
+            rotor = _per_joint(sc.rotor_inertia, n, "rotor_inertia", locks, where)
+        gear = _per_joint(sc.gear_ratio, n, "gear_ratio", locks, where)
+        if sc.limits is not None and sc.limits.velocity is not None:
+            vel = _per_joint(sc.limits.velocity, n, "limits.velocity", locks, where)
+        if sc.limits is not None and sc.limits.acceleration is not None:
+            acc = _per_joint(sc.limits.acceleration, n, "limits.acceleration", locks, where)
+        if sc.torque_measurement.torque_constant is not None:
+            _per_joint(sc.torque_measurement.torque_constant, n, "torque_measurement.torque_constant", locks, where)
+    return rotor, gear, vel, acc
 
 
 def robot_from_urdf(
@@ -370,42 +456,8 @@ def robot_from_urdf(
     locks = _locks_note(locked)
     where = f" (sidecar {sidecar})" if isinstance(sidecar, str | Path) else ""
 
-    from_sidecar = sc is not None and sc.friction is not None
-    tag_friction = _urdf_friction(parsed, used=not from_sidecar)
-    if from_sidecar:
-        try:
-            friction = friction_from_dict(sc.friction, n)
-        except ConfigError as exc:
-            raise ConfigError(str(exc).replace("(one per joint)", f"(one per joint{locks})") + where) from None
-        source = FRICTION_FROM_SIDECAR
-        if tag_friction is not None and not _same_friction(friction, tag_friction):
-            log.warning(
-                "robot '%s': the sidecar's friction (%s) replaces the URDF's <dynamics> tags "
-                "(friction %s, damping %s), which differ from it",
-                parsed.name,
-                friction.kind,
-                parsed.friction.tolist(),
-                parsed.damping.tolist(),
-            )
-    elif tag_friction is not None:
-        friction, source = tag_friction, FRICTION_FROM_URDF
-    else:
-        friction, source = NoFriction(n), FRICTION_NONE
-
-    vel = np.array([j.velocity_limit for j in joints])
-    vel = np.where(np.isfinite(vel), vel, DEFAULT_VELOCITY_LIMIT)
-    acc = np.full(n, DEFAULT_ACCELERATION_LIMIT)
-    rotor, gear = None, np.ones(n)
-    if sc is not None:
-        if sc.rotor_inertia is not None:
-            rotor = _per_joint(sc.rotor_inertia, n, "rotor_inertia", locks, where)
-        gear = _per_joint(sc.gear_ratio, n, "gear_ratio", locks, where)
-        if sc.limits is not None and sc.limits.velocity is not None:
-            vel = _per_joint(sc.limits.velocity, n, "limits.velocity", locks, where)
-        if sc.limits is not None and sc.limits.acceleration is not None:
-            acc = _per_joint(sc.limits.acceleration, n, "limits.acceleration", locks, where)
-        if sc.torque_measurement.torque_constant is not None:
-            _per_joint(sc.torque_measurement.torque_constant, n, "torque_measurement.torque_constant", locks, where)
+    friction, source = _robot_friction(parsed, sc, n, locks, where)
+    rotor, gear, vel, acc = _per_joint_arrays(joints, sc, locks, where)
     return Robot(
         name=parsed.name + locked_suffix(locked),
         joints=joints,

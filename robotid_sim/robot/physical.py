@@ -1,6 +1,6 @@
 """Physical consistency of a link's standard inertial parameters.
 
-A link is described by its 10 standard parameters (SPEC §4, :data:`~robotid_sim.robot.chain.INERTIAL_NAMES`)
+A link is described by its 10 standard parameters (SPEC §4, :data:`~robotid_sim.dynamics.chain.INERTIAL_NAMES`)
 
     phi = (XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M)
 

@@ -28,9 +28,9 @@ from functools import cached_property
 import numpy as np
 
 from robotid_sim._json import jsonable
+from robotid_sim.dynamics.chain import Joint, JointChain
 from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict, linear_fields
 from robotid_sim.errors import ModelError
-from robotid_sim.robot.chain import Joint, JointChain
 
 #: version of :meth:`RobotStructure.to_dict`'s layout
 STRUCTURE_VERSION = 1

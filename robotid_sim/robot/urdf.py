@@ -1,4 +1,4 @@
-"""Read a fixed-base serial URDF into a :class:`~robotid_sim.robot.chain.Joint` list.
+"""Read a fixed-base serial URDF into a :class:`~robotid_sim.dynamics.chain.Joint` list.
 
 Supported joints: revolute, continuous, prismatic (moving) and fixed (its child link is merged
 into the parent body, and its transform into the next moving joint's origin). Any other type
@@ -50,9 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robotid_sim.errors import ModelError
-from robotid_sim.robot import physical
-from robotid_sim.robot.chain import (
+from robotid_sim.dynamics.chain import (
     Joint,
     inertial_parameters,
     matrix_to_rpy,
@@ -60,6 +58,8 @@ from robotid_sim.robot.chain import (
     split_inertial,
     transform_inertial,
 )
+from robotid_sim.errors import ModelError
+from robotid_sim.robot import physical
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,36 @@ def _check_lock_limits(joint: Joint, position: float) -> None:
 def _parse(source: str | Path, check_bodies: bool = True, lock_joints=None) -> _Parsed:
     root, path = _read_root(source)
     where = str(path) if path is not None else "the URDF text"
+    links = _links_by_name(root, where)
+    joints = root.findall("joint")
+    children, parent_joint = _joint_tree(joints, links, where)
+    locks = _check_locks(joints, lock_joints, where)
+    roots = [name for name in links if name not in parent_joint]
+    if not roots:
+        raise ModelError(f"URDF {where} has no root link: its joints form a cycle (every link has a parent)")
+    if len(roots) != 1:
+        raise ModelError(f"URDF must have exactly one root link, found {roots}")
+    chain, moving, inertials, body_links, locked_origins, visited = _walk(roots[0], links, children, locks, where)
+    unreached = [name for name in links if name not in visited]
+    if unreached:
+        raise ModelError(
+            f"URDF {where}: links {unreached} are not connected to the root link '{roots[0]}' "
+            "(their joints form a cycle); every link must hang from the root through one chain of joints"
+        )
+    if not chain:
+        locked = f" that is not locked ({', '.join(locks)} are)" if locks else ""
+        raise ModelError(f"URDF has no moving joint (revolute, continuous or prismatic){locked}")
+    chain = [Joint(**{**jt.__dict__, "inertial": inertials[i + 1]}) for i, jt in enumerate(chain)]
+    parsed = _Parsed(
+        root, path, root.get("name", "robot"), links, chain, moving, inertials[0], body_links, locks, locked_origins
+    )
+    if check_bodies:
+        _check_bodies(parsed)
+    return parsed
 
+
+def _links_by_name(root: ET.Element, where: str) -> dict[str, ET.Element]:
+    """The ``<link>`` elements by name; a link without a name or a name used twice is a ModelError."""
     links: dict[str, ET.Element] = {}
     for link in root.findall("link"):
         name = link.get("name")
@@ -234,7 +263,18 @@ def _parse(source: str | Path, check_bodies: bool = True, lock_joints=None) -> _
         if name in links:
             raise ModelError(f"URDF {where}: link name '{name}' is used twice; link names must be unique")
         links[name] = link
-    joints = root.findall("joint")
+    return links
+
+
+def _joint_tree(
+    joints: list[ET.Element], links: dict[str, ET.Element], where: str
+) -> tuple[dict[str, list[ET.Element]], dict[str, ET.Element]]:
+    """The child joints of every link and the parent joint of every child link, each joint checked.
+
+    Raises:
+        ModelError: a joint without a name, a name used twice, an unsupported type, an unknown link, a link
+            with two parent joints, or a joint connecting a link to itself.
+    """
     seen: set[str] = set()
     children: dict[str, list] = {name: [] for name in links}
     parent_joint: dict[str, ET.Element] = {}
@@ -265,23 +305,32 @@ def _parse(source: str | Path, check_bodies: bool = True, lock_joints=None) -> _
             raise ModelError(f"URDF joint '{jname}' connects link '{child}' to itself")
         parent_joint[child] = j
         children[parent].append(j)
-    locks = _check_locks(joints, lock_joints, where)
-    locked_origins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    roots = [name for name in links if name not in parent_joint]
-    if not roots:
-        raise ModelError(f"URDF {where} has no root link: its joints form a cycle (every link has a parent)")
-    if len(roots) != 1:
-        raise ModelError(f"URDF must have exactly one root link, found {roots}")
+    return children, parent_joint
 
+
+def _walk(root_link: str, links: dict[str, ET.Element], children: dict[str, list], locks: dict, where: str):
+    """Depth-first walk from the root link, merging fixed and locked links into the body of their moving joint.
+
+    Iterative (a deep chain must not hit Python's recursion limit).
+
+    Returns:
+        ``(chain, moving, inertials, body_links, locked_origins, visited)``: the moving joints (their
+        ``inertial`` not yet set), their ``<joint>`` elements, the standard parameters (10,) of each body
+        (index 0: the base body), the links merged into each body, each locked joint's origin, and the
+        links reached.
+
+    Raises:
+        ModelError: a link with more than one moving child joint (not a serial chain), or a lock outside its
+            joint's limits.
+    """
     chain: list[Joint] = []
     moving: list[ET.Element] = []
     inertials: list[np.ndarray] = [np.zeros(10)]  # index 0: base body
     body_links: list[list[str]] = [[]]
     moving_children = [0]
     visited: set[str] = set()
-
-    # iterative depth-first walk (a deep chain must not hit Python's recursion limit)
-    stack: list[tuple[str, np.ndarray, np.ndarray, int]] = [(roots[0], np.eye(3), np.zeros(3), 0)]
+    locked_origins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    stack: list[tuple[str, np.ndarray, np.ndarray, int]] = [(root_link, np.eye(3), np.zeros(3), 0)]
     while stack:
         link_name, R, p, body = stack.pop()
         visited.add(link_name)
@@ -318,22 +367,7 @@ def _parse(source: str | Path, check_bodies: bool = True, lock_joints=None) -> _
             moving_children.append(0)
             pending.append((child, np.eye(3), np.zeros(3), len(chain)))
         stack.extend(reversed(pending))
-    unreached = [name for name in links if name not in visited]
-    if unreached:
-        raise ModelError(
-            f"URDF {where}: links {unreached} are not connected to the root link '{roots[0]}' "
-            "(their joints form a cycle); every link must hang from the root through one chain of joints"
-        )
-    if not chain:
-        locked = f" that is not locked ({', '.join(locks)} are)" if locks else ""
-        raise ModelError(f"URDF has no moving joint (revolute, continuous or prismatic){locked}")
-    chain = [Joint(**{**jt.__dict__, "inertial": inertials[i + 1]}) for i, jt in enumerate(chain)]
-    parsed = _Parsed(
-        root, path, root.get("name", "robot"), links, chain, moving, inertials[0], body_links, locks, locked_origins
-    )
-    if check_bodies:
-        _check_bodies(parsed)
-    return parsed
+    return chain, moving, inertials, body_links, locked_origins, visited
 
 
 def _body_name(parsed: _Parsed, body: int) -> str:

@@ -13,7 +13,6 @@ with each controller, the labels replaced by the models just identified, through
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -145,7 +144,7 @@ def prepare_closed_loop(
         except PluginError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         options = dict(entry.options)
-        takes_model = "model" in inspect.signature(cls.__init__).parameters
+        takes_model = "model" in cls.Options.model_fields
         if config.model is not None and takes_model and "model" not in options:
             options["model"] = config.model
         model = None

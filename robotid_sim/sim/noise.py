@@ -41,6 +41,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from robotid_sim.errors import ConfigError, DataError, PluginError
+from robotid_sim.hookspecs import Registrable
 
 __all__ = [
     "SIGNALS",
@@ -144,7 +145,7 @@ def _json_value(value):
 # models
 
 
-class NoiseModel(ABC):
+class NoiseModel(Registrable, ABC):
     """Base class: a seeded perturbation of one signal.
 
     Subclasses are frozen dataclasses; ``kind`` names them in ``to_dict()`` output.
@@ -175,6 +176,29 @@ class NoiseModel(ABC):
     @abstractmethod
     def _perturb(self, signals: dict[str, np.ndarray], rng: np.random.Generator) -> None:
         """Replace the affected entries of ``signals`` (already copies) in place."""
+
+    # registered through register_noise_models under ``kind`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_noise_models"
+    registry_base = "robotid_sim.sim.noise.NoiseModel"
+    registry_name_attribute = "kind"
+
+    @classmethod
+    def registration_problem(cls, name: str) -> str | None:
+        """What the noise-model registry expects instead of this class registered as ``name``; None when it is fine.
+
+        A concrete frozen dataclass whose ``kind`` is ``name`` (so that ``to_dict()`` round-trips).
+        """
+        problems = []
+        if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            problems.append("not a frozen dataclass")
+        if getattr(cls, "__abstractmethods__", None):  # an ABC with abstract methods left
+            problems.append(f"abstract: implement {', '.join(sorted(cls.__abstractmethods__))}")
+        if cls.kind != name:
+            problems.append(f"kind = {cls.kind!r}")
+        if not problems:
+            return None
+        expected = f"a subclass of robotid_sim.sim.noise.NoiseModel that is a frozen dataclass with kind = '{name}'"
+        return f"{expected} (it is {'; '.join(problems)})"
 
     def check_joints(self, n_dof: int) -> None:
         """Refuse (:class:`ConfigError`) a per-joint option whose length is not ``n_dof``.

@@ -90,13 +90,13 @@ from types import ModuleType
 
 import numpy as np
 
-from robotid_sim.control import AccelerationController, ComputedTorquePD, Controller, Plant, Reference
 from robotid_sim.dynamics import crba
+from robotid_sim.dynamics.chain import split_inertial
 from robotid_sim.errors import DataError, ModelError
 from robotid_sim.robot import physical
-from robotid_sim.robot.chain import split_inertial
 from robotid_sim.robot.model import Robot
 from robotid_sim.robot.urdf import pybullet_urdf
+from robotid_sim.sim.tracking import AccelerationController, ComputedTorquePD, Controller, Plant, Reference
 
 log = logging.getLogger(__name__)
 
@@ -456,9 +456,7 @@ class PyBulletSimulator:
                 step); a joint left its limits.
         """
         n = self.robot.n_dof
-        for name, ref in (("q_ref", q_ref), ("qd_ref", qd_ref), ("qdd_ref", qdd_ref)):
-            if np.ndim(ref) != 2 or np.shape(ref) != (len(q_ref), n):
-                raise DataError(f"'{name}' must have shape (S, {n}) like q_ref, got {np.shape(ref)}")
+        self._check_reference(q_ref, qd_ref, qdd_ref)
         S = len(q_ref)
         controller = ComputedTorquePD() if controller is None else controller
         controller.reset(Plant(self.robot, self.dt))
@@ -479,22 +477,10 @@ class PyBulletSimulator:
             q, qd = self._state_lists()
             t = s * dt
             if exact:
-                qdd = acceleration(t, q, qd, qr[s], qdr[s], qddr[s])
-                try:
-                    valid = type(qdd) is list and len(qdd) == n and isfinite(sum(qdd))
-                except TypeError:
-                    valid = False
-                if not valid:
-                    qdd = self._controller_output(qdd, controller, "acceleration", s).tolist()
+                qdd = self._checked_acceleration(acceleration(t, q, qd, qr[s], qdr[s], qddr[s]), controller, s)
                 tau_rb = self.step_acceleration(qdd, q, qd)
             else:
-                try:
-                    tau = controller(t, np.array(q), np.array(qd), Reference(q_ref[s], qd_ref[s], qdd_ref[s]))
-                except DataError as exc:
-                    raise DataError(
-                        f"controller '{controller.label}' failed at step {s} (t = {t:.6g} s): {exc}"
-                    ) from exc
-                tau = self._controller_output(tau, controller, "torque", s)
+                tau = self._controller_torque(controller, t, q, qd, Reference(q_ref[s], qd_ref[s], qdd_ref[s]), s)
                 qdd, tau_rb = self._step_torque(tau, q, qd)
             if s % decimation == 0:
                 rec_t[k] = t
@@ -507,14 +493,32 @@ class PyBulletSimulator:
         if progress is not None:
             progress(S, S)
         self.check_positions(rec_q)
-        return {
-            "t": rec_t,
-            "q": rec_q,
-            "qd": rec_qd,
-            "qdd": rec_qdd,
-            "tau": self.motor_torque(rec_rigid, rec_qd, rec_qdd) if exact else rec_tau,
-            "tau_rigid": rec_rigid,
-        }
+        motor = self.motor_torque(rec_rigid, rec_qd, rec_qdd) if exact else rec_tau
+        return {"t": rec_t, "q": rec_q, "qd": rec_qd, "qdd": rec_qdd, "tau": motor, "tau_rigid": rec_rigid}
+
+    def _check_reference(self, q_ref, qd_ref, qdd_ref) -> None:
+        """A DataError unless the three references are (S, n) arrays of the same S."""
+        n = self.robot.n_dof
+        for name, ref in (("q_ref", q_ref), ("qd_ref", qd_ref), ("qdd_ref", qdd_ref)):
+            if np.ndim(ref) != 2 or np.shape(ref) != (len(q_ref), n):
+                raise DataError(f"'{name}' must have shape (S, {n}) like q_ref, got {np.shape(ref)}")
+
+    def _checked_acceleration(self, qdd, controller: Controller, step: int) -> list[float]:
+        """An acceleration controller's output at ``step`` as a list of n finite floats (a quick check of the
+        list it should be first; anything else through :meth:`_controller_output`)."""
+        try:
+            valid = type(qdd) is list and len(qdd) == self.robot.n_dof and isfinite(sum(qdd))
+        except TypeError:
+            valid = False
+        return qdd if valid else self._controller_output(qdd, controller, "acceleration", step).tolist()
+
+    def _controller_torque(self, controller: Controller, t: float, q, qd, reference: Reference, step: int):
+        """A torque controller's motor torque (n,) at ``step``, checked; its DataError names it and the step."""
+        try:
+            tau = controller(t, np.array(q), np.array(qd), reference)
+        except DataError as exc:
+            raise DataError(f"controller '{controller.label}' failed at step {step} (t = {t:.6g} s): {exc}") from exc
+        return self._controller_output(tau, controller, "torque", step)
 
     def _controller_output(self, value, controller: Controller, what: str, step: int) -> np.ndarray:
         """``value`` as (n,) floats, or a :class:`DataError` naming the controller and the step."""

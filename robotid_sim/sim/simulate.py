@@ -8,19 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from robotid_sim.control import ComputedTorquePD, Controller
 from robotid_sim.errors import ConfigError
 from robotid_sim.robot.model import Robot
 from robotid_sim.sim.dataset import Dataset, Signals
 from robotid_sim.sim.noise import NoiseChain, NoiseModel, noise_from_config
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT, PyBulletSimulator
+from robotid_sim.sim.tracking import COMPUTED_TORQUE_KD, COMPUTED_TORQUE_KP, ComputedTorquePD, Controller
 
 log = logging.getLogger(__name__)
-
-#: PD gains of the default tracking controller (computed torque on the true model + PD,
-#: :class:`~robotid_sim.control.ComputedTorquePD`): a critically damped 20 rad/s error dynamics
-DEFAULT_KP = 400.0
-DEFAULT_KD = 40.0
 
 
 #: recipe of the excitation ``"default"`` for a robot whose sidecar gives none (or that has no
@@ -194,13 +189,7 @@ def simulate(
     """
     from robotid_sim.robot import load_robot
 
-    if controller is None:
-        controller = ComputedTorquePD(kp=DEFAULT_KP if kp is None else kp, kd=DEFAULT_KD if kd is None else kd)
-    elif kp is not None or kd is not None:
-        raise ConfigError(
-            "kp and kd are the gains of the default controller; give them to the controller "
-            f"'{controller.label}' instead"
-        )
+    controller = _tracking_controller(controller, kp, kd)
     if not isinstance(robot, Robot):
         robot = load_robot(robot)
     exc = resolve_excitation(robot, excitation)
@@ -208,9 +197,7 @@ def simulate(
     duration = exc.duration if duration is None else float(duration)
     if not duration > 0:
         raise ConfigError(f"duration must be > 0 s, got {duration}")
-    decimation = round(1.0 / (rate_hz * dt))
-    if decimation < 1 or abs(decimation * rate_hz * dt - 1.0) > 1e-9:
-        raise ConfigError(f"rate_hz = {rate_hz} must divide the physics rate {1 / dt:g} Hz (e.g. 100, 200, 500, 1000)")
+    decimation = _decimation(rate_hz, dt)
     exc.check_limits(robot)
     steps = int(round(duration / dt))
     t_steps = np.arange(steps) * dt
@@ -219,19 +206,8 @@ def simulate(
         rec = sim.track(q_ref, qd_ref, qdd_ref, decimation=decimation, controller=controller, progress=progress)
     truth = Signals(rec["q"], rec["qd"], rec["qdd"], rec["tau"])
     measured = chain.apply(truth.as_dict(), np.random.default_rng(seed))
-    metadata = {
-        "robot": robot.name,
-        "source": "simulation (PyBullet)",
-        "excitation": exc.describe(),
-        "segments": [{"label": g.label, "start": g.start, "end": g.end, "joint": g.joint} for g in exc.segments],
-        "noise": chain.to_dict(),
-        "seed": int(seed),
-        "rate_hz": float(rate_hz),
-        "physics_dt": float(dt),
-        "duration_s": float(duration),
-        "controller": controller.describe(),
-        "tracking_error_max": float(np.abs(rec["q"] - q_ref[::decimation]).max()),
-    }
+    metadata = _metadata(robot, exc, chain, controller, seed, rate_hz, dt, duration)
+    metadata["tracking_error_max"] = float(np.abs(rec["q"] - q_ref[::decimation]).max())
     note = generic_excitation_note(robot) if isinstance(excitation, str) else None
     if note is not None:
         metadata["excitation_default"] = note
@@ -246,3 +222,45 @@ def simulate(
         joint_names=list(robot.joint_names),
         metadata=metadata,
     )
+
+
+def _tracking_controller(controller: Controller | None, kp: float | None, kd: float | None) -> Controller:
+    """``controller``, or the default :class:`~robotid_sim.sim.tracking.ComputedTorquePD` with ``kp``, ``kd``.
+
+    Raises:
+        ConfigError: ``kp`` or ``kd`` given together with ``controller``.
+    """
+    if controller is None:
+        return ComputedTorquePD(
+            kp=COMPUTED_TORQUE_KP if kp is None else kp, kd=COMPUTED_TORQUE_KD if kd is None else kd
+        )
+    if kp is not None or kd is not None:
+        raise ConfigError(
+            "kp and kd are the gains of the default controller; give them to the controller "
+            f"'{controller.label}' instead"
+        )
+    return controller
+
+
+def _decimation(rate_hz: float, dt: float) -> int:
+    """Physics steps per recorded sample; a ConfigError when ``rate_hz`` does not divide ``1 / dt``."""
+    decimation = round(1.0 / (rate_hz * dt))
+    if decimation < 1 or abs(decimation * rate_hz * dt - 1.0) > 1e-9:
+        raise ConfigError(f"rate_hz = {rate_hz} must divide the physics rate {1 / dt:g} Hz (e.g. 100, 200, 500, 1000)")
+    return decimation
+
+
+def _metadata(robot: Robot, exc, chain: NoiseChain, controller: Controller, seed, rate_hz, dt, duration) -> dict:
+    """A simulated dataset's metadata, up to its tracking error."""
+    return {
+        "robot": robot.name,
+        "source": "simulation (PyBullet)",
+        "excitation": exc.describe(),
+        "segments": [{"label": g.label, "start": g.start, "end": g.end, "joint": g.joint} for g in exc.segments],
+        "noise": chain.to_dict(),
+        "seed": int(seed),
+        "rate_hz": float(rate_hz),
+        "physics_dt": float(dt),
+        "duration_s": float(duration),
+        "controller": controller.describe(),
+    }

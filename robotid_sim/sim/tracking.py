@@ -1,5 +1,11 @@
-"""The controller interface: :class:`Plant`, :class:`Reference`, :class:`Controller` and
-:class:`AccelerationController` (SPEC §5, §10).
+"""The controller interface the simulator drives, and its default tracking controller (SPEC §5, §10).
+
+:class:`Plant`, :class:`Reference`, :class:`Controller` and :class:`AccelerationController`, and
+:class:`ComputedTorquePD`, computed torque + PD, the controller :meth:`PyBulletSimulator.track
+<robotid_sim.sim.pybullet_sim.PyBulletSimulator.track>` and :func:`~robotid_sim.sim.simulate` use by default.
+They live in the simulation layer because the simulator drives them; :mod:`robotid_sim.control`
+exports them with the other controllers (``from robotid_sim.control import Controller``), and its
+closed-loop runs use them the same way.
 
 A controller is a small object with options (keyword arguments with defaults, stored by the
 constructor), :meth:`Controller.reset` called with the :class:`Plant` before a run, and
@@ -19,21 +25,18 @@ Two kinds:
 
 from __future__ import annotations
 
-import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
+from pydantic import Field
 
+from robotid_sim._json import jsonable
 from robotid_sim.errors import ConfigError
-
-#: seed 000's PID gains, "Kp = 80, Ki = 8, and Kd = 2" (N·m/rad, N·m/(rad·s), N·m·s/rad), shared by
-#: every controller of its comparison (``pid``, ``feedforward``, and ``pd`` without the integral)
-SEED000_KP = 80.0
-SEED000_KI = 8.0
-SEED000_KD = 2.0
+from robotid_sim.hookspecs import Registrable
+from robotid_sim.options import Options, option_values, validate_options
 
 #: gains of computed torque + PD (``computed_torque_pd``, ``computed_torque``): ë + kd ė + kp e = 0 is a
 #: critically damped error dynamics at 20 rad/s (kp in 1/s², kd in 1/s)
@@ -102,6 +105,12 @@ class Reference(NamedTuple):
     qdd: np.ndarray
 
 
+#: the type of a gain option: a number for every joint, or one number per joint, stored as given (no
+#: conversion, so that :meth:`Controller.describe` writes it as it was given) and checked against the
+#: plant's joints by :func:`per_joint_gain` when the controller is reset
+Gain = Any
+
+
 def per_joint_gain(value, n: int, option: str, controller: str) -> np.ndarray:
     """A gain option as (n,) floats: a scalar applies to every joint.
 
@@ -136,34 +145,30 @@ def flag_option(value, option: str, controller: str) -> bool:
     return bool(value)
 
 
-def _jsonable(value):
-    if isinstance(value, np.ndarray | list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, np.generic):
-        return value.item()
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
-class Controller(ABC):
+class Controller(Registrable, ABC):
     """Base class of every controller.
 
-    Subclasses set ``name`` (the name it is registered under), take their options as keyword
-    arguments with defaults and only store them in ``__init__`` (as attributes of the same
-    names, or of the names :attr:`option_attributes` gives, which :meth:`get_params` reads),
-    prepare per-run state in :meth:`reset` and compute the motor torque in ``__call__``.
+    Subclasses set ``name`` (the name it is registered under) and declare their options as a nested
+    pydantic class ``Options`` (a subclass of ``Controller.Options``, :mod:`robotid_sim.options`: one
+    field per option, with its default and description); the base constructor validates the keyword
+    options against it (an unknown option is a :class:`ConfigError` listing the valid ones) and stores
+    each as an attribute of the same name, or of the name :attr:`option_attributes` gives. Values that
+    depend on the plant (a gain per joint) are checked by :meth:`reset`, which prepares per-run state;
+    ``__call__`` computes the motor torque.
 
     Attributes:
         plant: the :class:`Plant` given to the last :meth:`reset` (None before).
     """
 
     name: ClassVar[str] = ""
+    #: the options (none here); a subclass declares ``class Options(Controller.Options)`` with its fields
+    Options: ClassVar[type[Options]] = Options
     #: option -> the attribute it is stored under, where the two differ (a model-based controller keeps its
     #: ``model`` option as ``model_option``, and ``model`` is the model it resolved against the plant)
     option_attributes: ClassVar[dict[str, str]] = {}
+    # registered through register_controllers under ``name`` (robotid_sim.hookspecs.Registrable)
+    registry_hook = "register_controllers"
+    registry_base = "robotid_sim.control.Controller"
     plant: Plant | None = None
 
     @property
@@ -171,26 +176,23 @@ class Controller(ABC):
         """``name``, or the class name of an unregistered controller (used in messages)."""
         return self.name or type(self).__name__
 
+    def __init__(self, **options: Any) -> None:
+        validated = validate_options("controller", self.label, type(self).Options, options)
+        for key, value in option_values(validated).items():
+            setattr(self, self.option_attributes.get(key, key), value)
+
     def get_params(self) -> dict:
-        """The options this controller was configured with."""
-        sig = inspect.signature(type(self).__init__)
-        return {k: getattr(self, self.option_attributes.get(k, k)) for k in sig.parameters if k != "self"}
+        """The options this controller was configured with, in the order ``Options`` declares them."""
+        return {k: getattr(self, self.option_attributes.get(k, k)) for k in type(self).Options.model_fields}
 
     @classmethod
     def from_options(cls, **options) -> Controller:
         """Build from scenario options; an unknown option raises :class:`ConfigError` listing valid ones."""
-        sig = inspect.signature(cls.__init__)
-        valid = [k for k in sig.parameters if k != "self"]
-        unknown = sorted(set(options) - set(valid))
-        if unknown:
-            raise ConfigError(
-                f"controller '{cls.name or cls.__name__}': unknown option(s) {unknown}; valid options: {valid}"
-            )
         return cls(**options)
 
     def describe(self) -> dict:
         """JSON-able description for dataset metadata: ``{"type": name, **options}``."""
-        return {"type": self.label, **_jsonable(self.get_params())}
+        return {"type": self.label, **jsonable(self.get_params())}
 
     def reset(self, plant: Plant) -> None:
         """Prepare a run on ``plant``: the base class only keeps it as :attr:`plant`.
@@ -250,3 +252,48 @@ class AccelerationController(Controller):
     def __call__(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
         """Motor torque (n,): :attr:`model`'s inverse dynamics at (q, qd, :meth:`acceleration`)."""
         return model_torque(self.model, q, qd, self.acceleration(t, q, qd, reference))
+
+
+class ComputedTorquePD(AccelerationController):
+    """Computed torque + PD: qdd_cmd = qdd_ref + kd (qd_ref - qd) + kp (q_ref - q).
+
+    On the plant's own model this linearises the arm exactly, so every joint's error follows
+    ë + kd ė + kp e = 0; the defaults give a critically damped 20 rad/s error dynamics. In the
+    PyBullet simulator it is computed torque on the true model: Bullet realises qdd_cmd exactly.
+
+    Args:
+        kp: position gain (1/s²), a scalar or one per joint.
+        kd: velocity gain (1/s), a scalar or one per joint.
+    """
+
+    name = "computed_torque_pd"
+
+    class Options(Controller.Options):
+        kp: Gain = Field(COMPUTED_TORQUE_KP, description="position gain (1/s²), a scalar or one per joint")
+        kd: Gain = Field(COMPUTED_TORQUE_KD, description="velocity gain (1/s), a scalar or one per joint")
+
+    def reset(self, plant: Plant) -> None:
+        super().reset(plant)
+        self._kp = per_joint_gain(self.kp, plant.n_dof, "kp", self.label).tolist()
+        self._kd = per_joint_gain(self.kd, plant.n_dof, "kd", self.label).tolist()
+        self._joints = range(plant.n_dof)
+
+    def acceleration(self, t: float, q: np.ndarray, qd: np.ndarray, reference: Reference) -> np.ndarray:
+        return np.array(self.acceleration_lists(t, q, qd, reference.q, reference.qd, reference.qdd))
+
+    def acceleration_lists(self, t, q, qd, q_ref, qd_ref, qdd_ref) -> list[float]:
+        # per joint in plain Python, cheaper than numpy for a few joints; the recorded data
+        # depend bit for bit on this order of the operations
+        kp, kd = self._kp, self._kd
+        return [qdd_ref[i] + kd[i] * (qd_ref[i] - qd[i]) + kp[i] * (q_ref[i] - q[i]) for i in self._joints]
+
+    def describe(self) -> dict:
+        """``{"type": "computed_torque_true_model_pd", "kp": ..., "kd": ...}``, the metadata
+        datasets have carried since before controllers were pluggable (gains as floats, or lists
+        of floats per joint)."""
+
+        def gain(value):
+            arr = np.asarray(value, dtype=float)
+            return float(arr) if arr.ndim == 0 else arr.tolist()
+
+        return {"type": "computed_torque_true_model_pd", "kp": gain(self.kp), "kd": gain(self.kd)}

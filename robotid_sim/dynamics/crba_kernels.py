@@ -36,7 +36,7 @@ then its non-zeros are written. ``fastmath={"contract"}`` only fuses a * b + c i
 reassociation, no finite-math assumptions). Arrays are indexed element by element: each view
 handed to a function costs atomic reference-count updates, per sample. Batch drivers that take
 blocks of :data:`BLOCK` samples allocate their small work arrays once per block. The numpy
-reference the kernels are tested against is :func:`robotid_sim.dynamics.newton_euler.reference_regressor`.
+reference the kernels are tested against is :func:`robotid_sim.robot.model.reference_regressor`.
 
 All kernels live in this one file on purpose: numba's disk cache checks only the source file of
 the function it compiled, so a kernel calling a helper from another file would keep stale code
@@ -87,7 +87,11 @@ def _kinematics(kind, axis, R0, p0, q, E, P):
 
 @njit(cache=True)
 def _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
-    """Rigid-body torque ``tau`` (n,) of one sample (Newton–Euler); W, DW, A (n, 3) work arrays."""
+    """Rigid-body torque ``tau`` (n,) of one sample (Newton–Euler); W, DW, A (n, 3) work arrays.
+
+    Over 80 lines: a numba kernel, one compiled pass over the joints per sample, written out so that
+    numba keeps every intermediate in registers; split into calls it would be slower, not clearer.
+    """
     n = kind.shape[0]
     wx = wy = wz = 0.0
     dx = dy = dz = 0.0
@@ -178,6 +182,9 @@ def _crba(kind, axis, inert, rotor, E, P, M, C):
     origin, in frame j coordinates. Moving a composite from frame j to frame j-1 (rotation
     R = E[j]ᵀ, offset p = P[j]) is linear in its 10 parameters:
     m' = m, h' = R h + m p, I' = R I Rᵀ + (2 p·Rh + m p·p) 1 - Rh pᵀ - p (Rh)ᵀ - m p pᵀ.
+
+    Over 80 lines: a numba kernel, one compiled pass over the joints per sample, written out so that
+    numba keeps every intermediate in registers; split into calls it would be slower, not clearer.
     """
     n = kind.shape[0]
     for j in range(n):
@@ -407,6 +414,9 @@ def _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out,
     """Regressor blocks ``out[s]`` (n, P) of the samples ``start <= s < stop``.
 
     E (n, 3, 3), P (n, 3) and PSI (n, 6) are work arrays (PSI[i] = psi_ij of the current link j).
+
+    Over 80 lines: a numba kernel, one compiled pass over the joints per sample, written out so that
+    numba keeps every intermediate in registers; split into calls it would be slower, not clearer.
     """
     n = kind.shape[0]
     ncol = out.shape[2]
