@@ -99,7 +99,7 @@ def replay(problem, stream: Stream, options, bound: np.ndarray | None = None) ->
     Returns:
         (the last epoch's average parameters (b,), the :class:`History` in stream time, epochs run).
     """
-    from robotid_sim.identification._online_kernels import delta_rule  # numba: on first use
+    from robotid_sim.identification.online_kernels import delta_rule  # numba: on first use
 
     N, _, b = stream.Y.shape
     values, hist, at, epochs = delta_rule(

@@ -22,6 +22,9 @@ TANH_LIMIT = 15.0
 def delta_rule(Y, tau, w0, scale, bound, steps, stride, tol):  # pragma: no cover - compiled
     """Normalised delta rule (NLMS) or Hopfield network over the stream, epoch after epoch.
 
+    One compiled kernel, not split: a numba loop over epochs and samples whose state (the iterate, the
+    Hopfield state, the epoch average) lives in local arrays; a call per piece would cost more than the work.
+
     Args:
         Y: (N, n, b) base-regressor rows of each sample (rows out of use set to zero).
         tau: (N, n) torque (zero on the rows out of use).
