@@ -27,22 +27,47 @@ class IdentificationError(RobotIdError, RuntimeError):
     """An estimator cannot produce a trustworthy result (e.g. rank-deficient excitation)."""
 
 
-def format_validation_error(exc, where: str) -> str:
-    """A pydantic ``ValidationError`` as one line: each missing, unknown or invalid field by its dotted path.
+def format_validation_error(exc, where: str, *, noun: str = "field", valid: list[str] | None = None) -> str:
+    """A pydantic ``ValidationError`` as one line: each missing, unknown or invalid entry by its dotted path.
+
+    The one formatter of validation errors: scenarios, sidecars and logs give ``where`` only; the option
+    mechanism (:func:`robotid_sim.options.validate_options`) also gives ``noun="option"`` and the ``valid``
+    names, which groups the unknown names and ends the line with the valid ones.
 
     Args:
         exc: the pydantic ``ValidationError``.
-        where: what was being validated (``"scenario x.yaml"``, ``"sidecar arm.yaml"``), put first.
+        where: what was being validated (``"scenario x.yaml"``, ``"estimator 'irls'"``), put first.
+        noun: what an entry is called in the message (``"field"``, ``"option"``, ``"key"``).
+        valid: the valid top-level names; when given, unknown names are listed together and the valid
+            ones close the line.
     """
+    errors = exc.errors()
     parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "<root>"
-        if err["type"] == "missing":
-            parts.append(f"missing field '{loc}'")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"unknown field '{loc}'")
+    if valid is not None:
+        unknown = sorted(_dotted(e["loc"]) for e in errors if e["type"] == "extra_forbidden")
+        if unknown:
+            parts.append(f"unknown {noun}(s) {unknown}")
+    for err in errors:
+        loc = _dotted(err["loc"])
+        if err["type"] == "extra_forbidden":
+            if valid is None:
+                parts.append(f"unknown {noun} '{loc}'")
+        elif err["type"] == "missing":
+            parts.append(f"{noun} '{loc}' is required")
         elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
-            parts.append(f"field '{loc}': {err['ctx']['error']}")  # our own message, without "Value error, "
+            parts.append(f"{noun} '{loc}': {err['ctx']['error']}")  # our own message, without "Value error, "
         else:
-            parts.append(f"field '{loc}': {err['msg']}")
+            parts.append(f"{noun} '{loc}': {err['msg']} (got {_shown(err.get('input'))})")
+    if valid is not None:
+        parts.append(f"valid {noun}s: {list(valid)}")
     return f"{where}: " + "; ".join(parts)
+
+
+def _dotted(loc) -> str:
+    return ".".join(str(x) for x in loc) or "<root>"
+
+
+def _shown(value, limit: int = 120) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a config value may be a long list)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
