@@ -55,8 +55,10 @@ __all__ = [
     "NoiseModel",
     "Outliers",
     "Quantization",
+    "Signal",
     "measured_snr_db",
     "noise_from_config",
+    "per_joint_option",
 ]
 
 #: the signals a noise model may act on
