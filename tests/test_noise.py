@@ -179,9 +179,9 @@ def test_noise_config_names_an_unknown_key_and_the_allowed_ones():
 
 
 def test_noise_config_rejects_values_out_of_range():
-    with pytest.raises(ConfigError, match=r"'noise.tau'.*option 'std': must be >= 0"):
+    with pytest.raises(ConfigError, match=r"'noise.tau'.*option 'std' must be >= 0"):
         noise_from_config({"tau": {"std": -1.0}})
-    with pytest.raises(ConfigError, match=r"'noise.outliers'.*option 'fraction': must be one number in \[0, 1\]"):
+    with pytest.raises(ConfigError, match=r"'noise.outliers'.*option 'fraction' must be one number in \[0, 1\]"):
         noise_from_config({"outliers": {"fraction": 1.5, "magnitude": 1.0}})
     with pytest.raises(ConfigError, match=r"'noise.outliers'.*option 'magnitude' is required"):
         noise_from_config({"outliers": {"fraction": 0.1}})
@@ -210,11 +210,11 @@ def test_check_joints_refuses_a_per_joint_option_of_the_wrong_length_before_any_
 
 
 def test_noise_options_of_the_wrong_type_name_the_field():
-    with pytest.raises(ConfigError, match=r"'noise.tau'.*option 'std': must be a number .*got True"):
+    with pytest.raises(ConfigError, match=r"'noise.tau'.*option 'std' must be a number .*got True"):
         noise_from_config({"tau": {"std": True}})
     with pytest.raises(
         ConfigError,
-        match=r"'noise.models\[0\]' \(gaussian_std\): noise model 'gaussian_std': option 'std': must be a number",
+        match=r"'noise.models\[0\]' \(gaussian_std\): noise model 'gaussian_std': option 'std' must be a number",
     ):
         noise_from_config({"models": [{"type": "gaussian_std", "signal": "tau", "std": "loud"}]})
     with pytest.raises(
@@ -241,9 +241,9 @@ def test_measured_snr_db_of_known_noise():
 
 
 def test_a_noise_model_is_validated_by_its_options_from_python_and_from_a_config():
-    with pytest.raises(ConfigError, match=r"noise model 'gaussian_std': option 'std': must be >= 0"):
+    with pytest.raises(ConfigError, match=r"noise model 'gaussian_std': option 'std' must be >= 0"):
         GaussianStd("tau", -1.0)
-    with pytest.raises(ConfigError, match=r"option 'signal': must be one of q, qd, qdd, tau"):
+    with pytest.raises(ConfigError, match=r"option 'signal' must be one of q, qd, qdd, tau"):
         GaussianSNR("torque", 60.0)
     with pytest.raises(
         ConfigError,

@@ -60,7 +60,7 @@ def _whole(value, minimum: int, most: int | None, nullable: bool):
     if not _is_number(number) or not float(number).is_integer() or number < minimum:
         raise ValueError(f"must be a whole number >= {minimum}, got {value!r}")
     if most is not None and number > most:
-        raise ValueError(f"{value!r} is beyond the limit of {most:,}; give a value between {minimum} and {most:,}")
+        raise ValueError(f"must be between {minimum} and {most:,}, got {value!r} (beyond the limit of {most:,})")
     return value
 
 
