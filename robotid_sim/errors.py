@@ -40,6 +40,9 @@ def format_validation_error(exc, where: str, *, noun: str = "field", valid: list
         noun: what an entry is called in the message (``"field"``, ``"option"``, ``"key"``).
         valid: the valid top-level names; when given, unknown names are listed together and the valid
             ones close the line.
+
+    A validator's own message that starts with "must " reads as a predicate of the entry
+    (``option 'std' must be >= 0, got -1``); any other follows a colon.
     """
     errors = exc.errors()
     parts = []
@@ -55,7 +58,8 @@ def format_validation_error(exc, where: str, *, noun: str = "field", valid: list
         elif err["type"] == "missing":
             parts.append(f"{noun} '{loc}' is required")
         elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
-            parts.append(f"{noun} '{loc}': {err['ctx']['error']}")  # our own message, without "Value error, "
+            message = str(err["ctx"]["error"])  # our own message, without "Value error, "
+            parts.append(f"{noun} '{loc}'{' ' if message.startswith('must ') else ': '}{message}")
         else:
             parts.append(f"{noun} '{loc}': {err['msg']} (got {_shown(err.get('input'))})")
     if valid is not None:

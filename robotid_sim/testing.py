@@ -16,7 +16,9 @@ or, one pytest test per check::
 The checks (each a function ``check(estimator_class)``, listed by :func:`estimator_checks`):
 
 ``default_constructible``
-    ``cls()`` works and is an :class:`~robotid_sim.identification.Estimator` with a ``name``.
+    ``cls()`` works and is an :class:`~robotid_sim.identification.Estimator` with a ``name``, whose
+    options are a nested ``Options`` class (an :class:`~robotid_sim.identification.EstimatorOptions`)
+    and which writes no ``__init__`` (the base constructor validates and stores the options).
 ``options_round_trip``
     ``get_params()`` is JSON-able and ``cls.from_options(**params)`` gives the same params.
 ``unknown_option_is_a_clear_error``
@@ -54,7 +56,13 @@ from pathlib import Path
 import numpy as np
 
 from robotid_sim.errors import ConfigError
-from robotid_sim.identification import Estimator, IdentificationProblem, IdentifiedModel, load_model
+from robotid_sim.identification import (
+    Estimator,
+    EstimatorOptions,
+    IdentificationProblem,
+    IdentifiedModel,
+    load_model,
+)
 from robotid_sim.identification.models import LinearParameterModel
 
 #: relative tolerance of the noise-free truth check
@@ -147,6 +155,16 @@ def check_default_constructible(cls, robot: str = "planar3r") -> None:
         raise _fail(cls, name, "not a subclass of robotid_sim.identification.Estimator")
     if not isinstance(cls.name, str) or not cls.name:
         raise _fail(cls, name, "the class attribute 'name' (the registered name) is empty")
+    if not (isinstance(cls.Options, type) and issubclass(cls.Options, EstimatorOptions)):
+        raise _fail(cls, name, "the options must be a nested class 'Options' derived from EstimatorOptions")
+    own_init = next((k for k in cls.__mro__ if "__init__" in vars(k)), Estimator)
+    if own_init is not Estimator:
+        raise _fail(
+            cls,
+            name,
+            f"{own_init.__name__} defines __init__; declare the options in a nested 'Options' class instead "
+            "(the base constructor validates and stores them)",
+        )
     try:
         cls()
     except Exception as exc:
@@ -164,8 +182,8 @@ def check_options_round_trip(cls, robot: str = "planar3r") -> None:
         raise _fail(
             cls,
             name,
-            f"get_params() raised {type(exc).__name__}: {exc}; the constructor must store "
-            "each option under its own name",
+            f"get_params() raised {type(exc).__name__}: {exc}; every field of 'Options' must be an attribute "
+            "of the estimator",
         ) from exc
     try:
         json.dumps(params)

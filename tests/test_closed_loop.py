@@ -307,7 +307,7 @@ def test_scenario_closed_loop_section_end_to_end(tmp_path):
          r"closed_loop.controllers\[0\]: controller 'pid': option 'kp' must be a scalar or have 3 values"),
         ({"controllers": ["pid"]}, r"closed_loop.model: none of the controllers takes a model"),
         ({"plant": "nowhere.json"}, r"closed_loop.plant: 'nowhere.json' is neither"),
-        ({"reference": {"type": "fourier", "amplitude": 50}}, r"unknown field\(s\) 'amplitude' for excitation type 'fourier'"),
+        ({"reference": {"type": "fourier", "amplitude": 50}}, r"excitation 'fourier': unknown option\(s\) \['amplitude'\]"),
         ({"controllers": ["pid", "pid"]}, r"controllers appear twice: \['pid'\]"),
     ],
 )  # fmt: skip

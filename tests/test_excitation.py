@@ -469,9 +469,13 @@ def test_config_builds_each_type_from_a_mapping(all_robots):
 def test_unknown_type_and_field_are_named_with_the_valid_ones(hyper9):
     with pytest.raises(ConfigError, match=r"unknown excitation type 'chirp'; valid types: .*fourier"):
         excitation_from_config({"type": "chirp"}, hyper9)
-    with pytest.raises(ConfigError, match=r"unknown field\(s\) 'harmonicz'.*valid fields: .*harmonics"):
+    with pytest.raises(
+        ConfigError, match=r"excitation 'fourier': unknown option\(s\) \['harmonicz'\].*valid options: .*harmonics"
+    ):
         excitation_from_config({"type": "fourier", "harmonicz": 5}, hyper9)
-    with pytest.raises(ConfigError, match=r"'maxiterations'.*fourier.optimize.*maxiter"):
+    with pytest.raises(
+        ConfigError, match=r"excitation 'fourier.optimize': unknown option\(s\) \['maxiterations'\].*maxiter"
+    ):
         excitation_from_config({"type": "fourier", "optimize": {"maxiterations": 3}}, hyper9)
     with pytest.raises(ConfigError, match="unknown order"):
         excitation_from_config({"type": "sequential_sine", "order": "random"}, hyper9)

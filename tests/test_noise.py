@@ -170,20 +170,20 @@ def test_noise_chain_round_trips_through_to_dict():
 def test_noise_config_names_an_unknown_key_and_the_allowed_ones():
     with pytest.raises(
         ConfigError,
-        match=r"unknown key 'noise.qq'; allowed keys in 'noise': "
-        r"q, qd, qdd, tau, outliers, quantization, current",
+        match=r"'noise': unknown key\(s\) \['qq'\]; valid keys: "
+        r"\['q', 'qd', 'qdd', 'tau', 'outliers', 'quantization', 'current'\]",
     ):
         noise_from_config({"qq": {"snr_db": 3}})
-    with pytest.raises(ConfigError, match=r"unknown key 'noise.q.snr'.*snr_db, std"):
+    with pytest.raises(ConfigError, match=r"'noise.q': unknown key\(s\) \['snr'\]; valid keys: \['snr_db', 'std'\]"):
         noise_from_config({"q": {"snr": 3}})
 
 
 def test_noise_config_rejects_values_out_of_range():
-    with pytest.raises(ConfigError, match=r"noise.tau.*'std' must be >= 0"):
+    with pytest.raises(ConfigError, match=r"'noise.tau'.*option 'std' must be >= 0"):
         noise_from_config({"tau": {"std": -1.0}})
-    with pytest.raises(ConfigError, match=r"noise.outliers.*'fraction'.*\[0, 1\]"):
+    with pytest.raises(ConfigError, match=r"'noise.outliers'.*option 'fraction' must be one number in \[0, 1\]"):
         noise_from_config({"outliers": {"fraction": 1.5, "magnitude": 1.0}})
-    with pytest.raises(ConfigError, match=r"'noise.outliers.magnitude' is required"):
+    with pytest.raises(ConfigError, match=r"'noise.outliers'.*option 'magnitude' is required"):
         noise_from_config({"outliers": {"fraction": 0.1}})
 
 
@@ -210,11 +210,16 @@ def test_check_joints_refuses_a_per_joint_option_of_the_wrong_length_before_any_
 
 
 def test_noise_options_of_the_wrong_type_name_the_field():
-    with pytest.raises(ConfigError, match=r"'noise.tau.std'.*not a boolean"):
+    with pytest.raises(ConfigError, match=r"'noise.tau'.*option 'std' must be a number .*got True"):
         noise_from_config({"tau": {"std": True}})
-    with pytest.raises(ConfigError, match=r"'noise.models\[0\]' \(gaussian_std\): GaussianStd 'std' must be a number"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'noise.models\[0\]' \(gaussian_std\): noise model 'gaussian_std': option 'std' must be a number",
+    ):
         noise_from_config({"models": [{"type": "gaussian_std", "signal": "tau", "std": "loud"}]})
-    with pytest.raises(ConfigError, match=r"'noise.models\[0\]' \(outliers\): Outliers 'fraction'"):
+    with pytest.raises(
+        ConfigError, match=r"'noise.models\[0\]' \(outliers\): noise model 'outliers': option 'fraction'"
+    ):
         noise_from_config({"models": [{"type": "outliers", "fraction": {"a": 1}, "magnitude": 1.0}]})
 
 
@@ -233,3 +238,16 @@ def test_measured_snr_db_of_known_noise():
     clean = np.full((1000, 2), 10.0)
     noise = np.where(np.arange(1000) % 2 == 0, 1.0, -1.0)[:, None] * np.array([1.0, 0.1])
     np.testing.assert_allclose(measured_snr_db(clean, clean + noise), [20.0, 40.0])
+
+
+def test_a_noise_model_is_validated_by_its_options_from_python_and_from_a_config():
+    with pytest.raises(ConfigError, match=r"noise model 'gaussian_std': option 'std' must be >= 0"):
+        GaussianStd("tau", -1.0)
+    with pytest.raises(ConfigError, match=r"option 'signal' must be one of q, qd, qdd, tau"):
+        GaussianSNR("torque", 60.0)
+    with pytest.raises(
+        ConfigError,
+        match=r"noise model 'quantization': unknown option\(s\) \['step'\]; option 'resolution' is required; valid options: \['resolution', 'signal'\]",
+    ):
+        noise_from_config({"models": [{"type": "quantization", "step": 1e-3}]})
+    assert GaussianSNR("q", [60, 61]).snr_db == (60.0, 61.0)

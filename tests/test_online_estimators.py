@@ -13,8 +13,8 @@ from robotid_sim_plugins.ekf.process import EulerProcessModel
 from robotid_sim import plugins
 from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.identification import IdentificationProblem, load_model
-from robotid_sim.identification.online_kernels import delta_rule
 from robotid_sim.identification.online import noise_std
+from robotid_sim.identification.online_kernels import delta_rule
 from robotid_sim.scenario.runner import _simulate, prepare_run, resolve_scenario_path
 from robotid_sim.scenario.schema import load_scenario
 from robotid_sim.sim.dataset import Dataset

@@ -207,8 +207,8 @@ def test_plugin_noise_model_keys_are_checked(my_plugin):
 
     with pytest.raises(
         ConfigError,
-        match=r"unknown key 'gain' in 'noise.models\[0\]' \(mynoise\); allowed keys: "
-        r"type, offset, signal",
+        match=r"'noise.models\[0\]' \(mynoise\): noise model 'mynoise': unknown option\(s\) \['gain'\]; "
+        r"valid options: \['offset', 'signal'\]",
     ):
         noise_from_config({"models": [{"type": "mynoise", "gain": 2.0}]})
 

@@ -44,128 +44,22 @@ from typing import Any
 import numpy as np
 
 from robotid_sim.errors import ConfigError, PluginError, RobotIdError
+from robotid_sim.excitation import options as eo
 from robotid_sim.excitation.base import Concatenation, Excitation, Hold, JointLimits
 from robotid_sim.excitation.fourier import FourierExcitation
 from robotid_sim.excitation.polynomial import QuinticPolynomial, prismatic_sines
 from robotid_sim.excitation.sequential import SequentialSine, SingleJointSine
 from robotid_sim.excitation.stepwise import ConstantVelocity, StepwiseExcitation
+from robotid_sim.options import OptionsT, option_values, validate_options
 
 logger = logging.getLogger(__name__)
 
 Builder = Callable[[dict, Any], Excitation]
 
-_OPTIMIZE_KEYS = ("maxiter", "popsize", "sample_rate_hz", "tol", "mutation", "recombination", "max_time_s")
 
-
-def _check_keys(kind: str, mapping: Mapping, allowed: tuple[str, ...]) -> None:
-    unknown = sorted(set(mapping) - set(allowed) - {"type"})
-    if unknown:
-        raise ConfigError(
-            f"unknown field(s) {', '.join(repr(k) for k in unknown)} for excitation "
-            f"type '{kind}'; valid fields: {', '.join(sorted(allowed))}"
-        )
-
-
-#: largest value of a whole-number option: beyond these a config is a typo or an attack (``harmonics: 1e8``
-#: would allocate terabytes, ``random_waypoints: 1e8`` would never finish), not a study
-MOST = {
-    "harmonics": 100,
-    "periods": 1000,
-    "fourier_periods": 1000,
-    "fourier_segments": 1000,
-    "random_waypoints": 1000,
-    "n_poses": 1000,
-    "cycles": 10_000,
-    "ramp_cycles": 10_000,
-    "maxiter": 100_000,
-    "popsize": 1000,
-}
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
-
-
-def _is_numeric_array(value) -> bool:
-    """A number, or (nested) lists of numbers, or a real numeric numpy array; booleans are not numbers."""
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind in "iuf" and value.size > 0
-    if isinstance(value, list | tuple):
-        return len(value) > 0 and all(_is_numeric_array(v) for v in value)
-    return _is_number(value)
-
-
-def _check_values(
-    kind: str,
-    cfg: Mapping,
-    *,
-    ints: Mapping[str, int] | None = None,
-    floats: Mapping[str, tuple[float, bool]] | None = None,
-    arrays: tuple[str, ...] = (),
-    words: Mapping[str, tuple[str, ...]] | None = None,
-    bools: tuple[str, ...] = (),
-    strings: tuple[str, ...] = (),
-    nullable: tuple[str, ...] = (),
-) -> None:
-    """Check the type (and simple range) of each present field, naming the field on failure.
-
-    Args:
-        kind: the excitation type, for messages.
-        cfg: the config mapping.
-        ints: field -> smallest allowed value (whole numbers only; the largest is :data:`MOST`, where given).
-        floats: field -> (bound, exclusive): a finite number > bound (exclusive) or >= bound.
-        arrays: fields holding a number or (nested) lists of numbers, all finite.
-        words: array fields that may instead be one of the given words (e.g. ``'auto'``).
-        bools: fields that must be true or false.
-        strings: fields that must be text.
-        nullable: fields that may also be null (None).
-    """
-    words = dict(words or {})
-    for key, minimum in (ints or {}).items():
-        value = cfg.get(key)
-        if key not in cfg or (value is None and key in nullable):
-            continue
-        if isinstance(value, float | np.floating) and float(value).is_integer():
-            value = int(value)
-        if not _is_number(value) or not float(value).is_integer() or value < minimum:
-            raise ConfigError(f"excitation '{kind}': '{key}' must be a whole number >= {minimum}, got {cfg[key]!r}")
-        if key in MOST and value > MOST[key]:
-            raise ConfigError(
-                f"excitation '{kind}': '{key}' = {cfg[key]!r} is beyond the limit of {MOST[key]:,}; give a value "
-                f"between {minimum} and {MOST[key]:,}"
-            )
-    for key, (bound, exclusive) in (floats or {}).items():
-        value = cfg.get(key)
-        if key not in cfg or (value is None and key in nullable):
-            continue
-        relation = ">" if exclusive else ">="
-        if not _is_number(value) or not np.isfinite(value) or (value <= bound if exclusive else value < bound):
-            raise ConfigError(f"excitation '{kind}': '{key}' must be a number {relation} {bound:g}, got {value!r}")
-    for key in tuple(arrays) + tuple(words):
-        value = cfg.get(key)
-        if key not in cfg or (value is None and key in nullable):
-            continue
-        if isinstance(value, str) and value in words.get(key, ()):
-            continue
-        if not _is_numeric_array(value):
-            choices = "".join(f" or '{w}'" for w in words.get(key, ()))
-            raise ConfigError(
-                f"excitation '{kind}': '{key}' must be a number or a list of numbers{choices}, got {value!r}"
-            )
-        try:
-            finite = bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
-        except (TypeError, ValueError):  # ragged lists
-            raise ConfigError(
-                f"excitation '{kind}': '{key}' must be a rectangular list of numbers, got {value!r}"
-            ) from None
-        if not finite:
-            raise ConfigError(f"excitation '{kind}': '{key}' must be finite (no NaN or inf), got {value!r}")
-    for key in bools:
-        if key in cfg and not isinstance(cfg[key], bool | np.bool_):
-            raise ConfigError(f"excitation '{kind}': '{key}' must be true or false, got {cfg[key]!r}")
-    for key in strings:
-        if key in cfg and not isinstance(cfg[key], str):
-            raise ConfigError(f"excitation '{kind}': '{key}' must be text, got {cfg[key]!r}")
+def _validate(kind: str, cfg: Mapping, model: type[OptionsT]) -> OptionsT:
+    """``cfg`` (without its ``type``) checked against the type's options (one ConfigError line if not)."""
+    return validate_options("excitation", kind, model, {k: v for k, v in cfg.items() if k != "type"})
 
 
 def _vector(kind: str, cfg: Mapping, key: str, n: int | None) -> np.ndarray:
@@ -177,61 +71,29 @@ def _vector(kind: str, cfg: Mapping, key: str, n: int | None) -> np.ndarray:
     return value
 
 
-def _options(kind: str, cfg: Mapping, allowed: tuple[str, ...]) -> dict:
-    """The keyword options of ``cfg`` after :func:`_check_keys`: the allowed keys it sets."""
-    _check_keys(kind, cfg, allowed)
-    return {k: cfg[k] for k in allowed if k in cfg}
-
-
 def _need_robot(kind: str, robot) -> None:
     if robot is None:
         raise ConfigError(f"excitation type '{kind}' needs the robot (its joint limits)")
 
 
 def build_fourier(cfg: dict, robot) -> Excitation:
-    explicit = ("q0", "a", "b", "omega_f", "periods")
-    recipe = ("harmonics", "base_frequency", "periods", "seed", "margin", "optimize")
     if any(k in cfg for k in ("q0", "a", "b")):
-        _check_keys("fourier", cfg, explicit)
-        missing = [k for k in ("q0", "a", "b", "omega_f") if k not in cfg]
-        if missing:
-            raise ConfigError(f"explicit Fourier excitation misses {missing}; give q0, a, b, omega_f")
-        _check_values("fourier", cfg, ints={"periods": 1}, floats={"omega_f": (0.0, True)}, arrays=("q0", "a", "b"))
-        return FourierExcitation(cfg["q0"], cfg["a"], cfg["b"], float(cfg["omega_f"]), int(cfg.get("periods", 1)))
-    _check_keys("fourier", cfg, recipe)
-    _check_values(
-        "fourier",
-        cfg,
-        ints={"harmonics": 1, "periods": 1, "seed": 0},
-        floats={"base_frequency": (0.0, True), "margin": (0.0, False)},
-        nullable=("seed",),
-    )
+        explicit = _validate("fourier", cfg, eo.FourierExplicitOptions)
+        return FourierExcitation(explicit.q0, explicit.a, explicit.b, float(explicit.omega_f), int(explicit.periods))
+    recipe = _validate("fourier", cfg, eo.FourierRecipeOptions)
     _need_robot("fourier", robot)
-    harmonics = int(cfg.get("harmonics", 5))
-    base_frequency = float(cfg.get("base_frequency", 0.04))
-    periods = int(cfg.get("periods", 1))
-    seed = cfg.get("seed", 0)
-    margin = float(cfg.get("margin", 0.0))
-    opt = cfg.get("optimize", False)
+    harmonics = int(recipe.harmonics)
+    base_frequency = float(recipe.base_frequency)
+    periods = int(recipe.periods)
+    seed = recipe.seed
+    margin = float(recipe.margin)
+    opt = recipe.optimize
     if opt is False or opt is None:
         return FourierExcitation.random(robot, harmonics, base_frequency, seed=seed, periods=periods, margin=margin)
     opt = {} if opt is True else opt
     if not isinstance(opt, Mapping):
         raise ConfigError(f"'optimize' must be true, false or a mapping of options, got {opt!r}")
-    _check_keys("fourier.optimize", opt, _OPTIMIZE_KEYS)
-    _check_values(
-        "fourier.optimize",
-        opt,
-        ints={"maxiter": 1, "popsize": 1},
-        floats={
-            "sample_rate_hz": (0.0, True),
-            "tol": (0.0, False),
-            "recombination": (0.0, False),
-            "max_time_s": (0.0, True),
-        },
-        arrays=("mutation",),
-        nullable=("max_time_s",),
-    )
+    validate_options("excitation", "fourier.optimize", eo.FourierOptimizeOptions, opt)
     from robotid_sim.excitation.optimize import optimize_fourier  # SciPy: only when optimising
 
     result = optimize_fourier(robot, harmonics, base_frequency, periods=periods, margin=margin, seed=seed, **opt)
@@ -239,75 +101,31 @@ def build_fourier(cfg: dict, robot) -> Excitation:
 
 
 def build_sequential_sine(cfg: dict, robot) -> Excitation:
-    keys = ("amplitudes", "frequencies", "order", "hold", "dwell", "cycles", "ramp_cycles", "margin", "frequency_steps")
-    options = _options("sequential_sine", cfg, keys)
-    _check_values(
-        "sequential_sine",
-        cfg,
-        ints={"cycles": 0, "ramp_cycles": 1},
-        floats={"dwell": (0.0, False), "margin": (0.0, False)},
-        arrays=("amplitudes", "hold", "frequency_steps"),
-        words={"frequencies": ("auto",)},
-        nullable=("amplitudes", "hold"),
-    )
+    options = option_values(_validate("sequential_sine", cfg, eo.SequentialSineOptions), given_only=True)
     _need_robot("sequential_sine", robot)
     return SequentialSine(robot, **options)
 
 
 def build_single_joint_sine(cfg: dict, robot) -> Excitation:
-    keys = ("hold", "joint", "amplitude", "frequency", "cycles", "ramp_cycles")
-    options = _options("single_joint_sine", cfg, keys)
-    _check_values(
-        "single_joint_sine",
-        cfg,
-        ints={"joint": 0, "cycles": 0, "ramp_cycles": 1},
-        floats={"amplitude": (-np.inf, True), "frequency": (0.0, True)},
-        arrays=("hold",),
-    )
+    options = option_values(_validate("single_joint_sine", cfg, eo.SingleJointSineOptions), given_only=True)
     return SingleJointSine(**options)
 
 
-def build_polynomial(cfg: dict, robot) -> Excitation:
-    keys = (
-        "waypoints",
-        "q_start",
-        "q_end",
-        "via",
-        "random_waypoints",
-        "seed",
-        "margin",
-        "durations",
-        "duration",
-        "back_and_forth",
-        "sine_amplitude",
-        "sine_frequency",
-        "prismatic_sine",
-        "ramp_fraction",
-    )
-    _check_keys("polynomial", cfg, keys)
-    _check_values(
-        "polynomial",
-        cfg,
-        ints={"random_waypoints": 2, "seed": 0},
-        floats={"margin": (0.0, False), "ramp_fraction": (0.0, False)},
-        arrays=("waypoints", "q_start", "q_end", "via", "sine_amplitude", "sine_frequency"),
-        words={"durations": ("auto",), "duration": ("auto",)},
-        bools=("back_and_forth",),
-        nullable=("seed", "sine_amplitude", "sine_frequency"),
-    )
-    if isinstance(cfg.get("prismatic_sine"), Mapping):
-        _check_values("polynomial.prismatic_sine", cfg["prismatic_sine"], arrays=("amplitude", "frequency"))
-    if "durations" in cfg and "duration" in cfg:
-        raise ConfigError("give 'durations' or 'duration' for a polynomial excitation, not both")
-    duration = cfg.get("durations", cfg.get("duration", "auto"))
+def _polynomial_sines(cfg: dict, robot) -> tuple[Any, Any]:
+    """(sine_amplitude, sine_frequency) per joint: as given, or from ``prismatic_sine`` on the prismatic joints."""
+    if "prismatic_sine" not in cfg:
+        return cfg.get("sine_amplitude"), cfg.get("sine_frequency")
+    _need_robot("polynomial", robot)
+    ps = cfg["prismatic_sine"]
+    if not isinstance(ps, Mapping):
+        raise ConfigError("'prismatic_sine' must be a mapping with 'amplitude' and 'frequency'")
+    validate_options("excitation", "polynomial.prismatic_sine", eo.PrismaticSineOptions, ps)
+    return prismatic_sines(robot.joint_kinds, ps.get("amplitude", 0.0), ps.get("frequency", 1.0))
+
+
+def _polynomial_chain(cfg: dict, options: eo.PolynomialOptions, robot, amp) -> np.ndarray:
+    """The waypoints (K, n): given, from q_start/via/q_end, or drawn at random inside the limits."""
     n = robot.n_dof if robot is not None else None
-    amp, freq = cfg.get("sine_amplitude"), cfg.get("sine_frequency")
-    if "prismatic_sine" in cfg:
-        _need_robot("polynomial", robot)
-        ps = cfg["prismatic_sine"]
-        if not isinstance(ps, Mapping) or set(ps) - {"amplitude", "frequency"}:
-            raise ConfigError("'prismatic_sine' must be a mapping with 'amplitude' and 'frequency'")
-        amp, freq = prismatic_sines(robot.joint_kinds, ps.get("amplitude", 0.0), ps.get("frequency", 1.0))
     if "waypoints" in cfg:
         chain = np.atleast_2d(np.asarray(cfg["waypoints"], float))
         if chain.ndim != 2 or (n is not None and chain.shape[1] != n):
@@ -315,7 +133,8 @@ def build_polynomial(cfg: dict, robot) -> Excitation:
                 f"excitation 'polynomial': 'waypoints' must be a list of poses, each with one value per joint "
                 f"(shape (K, {n if n is not None else 'n'})), got shape {chain.shape}"
             )
-    elif "q_start" in cfg or "q_end" in cfg:
+        return chain
+    if "q_start" in cfg or "q_end" in cfg:
         if "q_start" not in cfg or "q_end" not in cfg:
             raise ConfigError("give both 'q_start' and 'q_end'")
         start = _vector("polynomial", cfg, "q_start", n)
@@ -326,18 +145,26 @@ def build_polynomial(cfg: dict, robot) -> Excitation:
                 f"excitation 'polynomial': 'via' must be a list of poses with {start.shape[0]} values each, "
                 f"got shape {via.shape}"
             )
-        chain = np.vstack([start[None, :], via.reshape(-1, start.shape[0]), end[None, :]])
-    else:
-        _need_robot("polynomial", robot)
-        count = int(cfg.get("random_waypoints", 3))
-        lim = JointLimits.of(robot).shrunk(float(cfg.get("margin", 0.0)))
-        spread = np.zeros(n) if amp is None else np.abs(np.asarray(amp, float).reshape(n, -1)).sum(1)
-        lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi) + spread
-        upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi) - spread
-        if np.any(upper < lower):
-            raise ConfigError("the sine amplitudes leave no room for waypoints inside the limits")
-        rng = np.random.default_rng(cfg.get("seed", 0))
-        chain = rng.uniform(lower, upper, size=(count, n))
+        return np.vstack([start[None, :], via.reshape(-1, start.shape[0]), end[None, :]])
+    _need_robot("polynomial", robot)
+    count = int(options.random_waypoints)
+    lim = JointLimits.of(robot).shrunk(float(options.margin))
+    spread = np.zeros(n) if amp is None else np.abs(np.asarray(amp, float).reshape(n, -1)).sum(1)
+    lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi) + spread
+    upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi) - spread
+    if np.any(upper < lower):
+        raise ConfigError("the sine amplitudes leave no room for waypoints inside the limits")
+    rng = np.random.default_rng(options.seed)
+    return rng.uniform(lower, upper, size=(count, n))
+
+
+def build_polynomial(cfg: dict, robot) -> Excitation:
+    options = _validate("polynomial", cfg, eo.PolynomialOptions)
+    if "durations" in cfg and "duration" in cfg:
+        raise ConfigError("give 'durations' or 'duration' for a polynomial excitation, not both")
+    duration = cfg.get("durations", cfg.get("duration", "auto"))
+    amp, freq = _polynomial_sines(cfg, robot)
+    chain = _polynomial_chain(cfg, options, robot, amp)
     if chain.shape[0] < 2:
         raise ConfigError("a polynomial excitation needs at least two waypoints")
     if isinstance(duration, str) and duration == "auto":
@@ -347,93 +174,39 @@ def build_polynomial(cfg: dict, robot) -> Excitation:
         chain[-1],
         duration,
         via=chain[1:-1],
-        back_and_forth=bool(cfg.get("back_and_forth", False)),
+        back_and_forth=bool(options.back_and_forth),
         sine_amplitude=amp,
         sine_frequency=freq,
-        ramp_fraction=float(cfg.get("ramp_fraction", 0.25)),
+        ramp_fraction=float(options.ramp_fraction),
         limits=robot,
     )
 
 
 def build_stepwise(cfg: dict, robot) -> Excitation:
-    keys = (
-        "n_poses",
-        "poses",
-        "static_duration",
-        "slow_speed",
-        "speeds",
-        "cruise_time",
-        "min_cruise_time",
-        "fourier_segments",
-        "harmonics",
-        "base_frequency",
-        "fourier_periods",
-        "pose_spread",
-        "margin",
-        "n_sweeps",
-        "sweep_time",
-        "sweep_speeds",
-        "seed",
-    )
-    options = _options("stepwise", cfg, keys)
-    _check_values(
-        "stepwise",
-        cfg,
-        ints={"n_poses": 1, "fourier_segments": 0, "harmonics": 1, "fourier_periods": 1, "n_sweeps": 0, "seed": 0},
-        floats={
-            "sweep_time": (0.0, True),
-            "static_duration": (0.0, False),
-            "slow_speed": (0.0, True),
-            "cruise_time": (0.0, False),
-            "min_cruise_time": (0.0, False),
-            "base_frequency": (0.0, True),
-            "pose_spread": (0.0, False),
-            "margin": (0.0, False),
-        },
-        arrays=("poses", "speeds", "sweep_speeds"),
-        nullable=("poses", "seed"),
-    )
+    options = option_values(_validate("stepwise", cfg, eo.StepwiseOptions), given_only=True)
     _need_robot("stepwise", robot)
     return StepwiseExcitation(robot, **options)
 
 
 def build_constant_velocity(cfg: dict, robot) -> Excitation:
-    keys = ("start", "velocity", "cruise_time", "ramp_time", "cruise_label", "ramp_label")
-    options = _options("constant_velocity", cfg, keys)
-    _check_values(
-        "constant_velocity",
-        cfg,
-        floats={"cruise_time": (0.0, False), "ramp_time": (0.0, False)},
-        arrays=("start", "velocity"),
-        strings=("cruise_label", "ramp_label"),
-    )
+    options = option_values(_validate("constant_velocity", cfg, eo.ConstantVelocityOptions), given_only=True)
     return ConstantVelocity(**options)
 
 
 def build_hold(cfg: dict, robot) -> Excitation:
-    _check_keys("hold", cfg, ("pose", "duration", "label"))
-    if "pose" not in cfg:
-        raise ConfigError("a 'hold' excitation needs 'pose'")
-    _check_values("hold", cfg, floats={"duration": (0.0, False)}, arrays=("pose",), strings=("label",))
-    return Hold(cfg["pose"], float(cfg.get("duration", 1.0)), cfg.get("label", "static"))
+    options = _validate("hold", cfg, eo.HoldOptions)
+    return Hold(options.pose, float(options.duration), options.label)
 
 
 def build_sequence(cfg: dict, robot) -> Excitation:
-    _check_keys("sequence", cfg, ("parts", "labels"))
-    items = cfg.get("parts", ())
-    if not isinstance(items, list | tuple) or not items:
-        raise ConfigError(f"excitation 'sequence': 'parts' must be a non-empty list of excitations, got {items!r}")
+    options = _validate("sequence", cfg, eo.SequenceOptions)
     parts = []
-    for position, part in enumerate(items):
+    for position, part in enumerate(options.parts):
         try:
             parts.append(excitation_from_config(part, robot))
         except ConfigError as exc:
             raise ConfigError(f"excitation 'sequence', parts[{position}]: {exc}") from None
-    labels = cfg.get("labels")
-    if labels is not None and (
-        not isinstance(labels, list | tuple) or not all(isinstance(label, str) for label in labels)
-    ):
-        raise ConfigError(f"excitation 'sequence': 'labels' must be a list of text labels, got {labels!r}")
+    labels = options.labels
     return Concatenation(tuple(parts), tuple(labels) if labels is not None else ())
 
 

@@ -199,6 +199,52 @@ class _Objective:
         return out
 
 
+def _evolve(objective: _Objective, x0: np.ndarray, rng, de_options: dict, recombination, max_time_s):
+    """SciPy's differential evolution of ``objective`` from ``x0``: (its result, best cond per generation, seconds).
+
+    ``de_options`` holds maxiter, popsize, tol and mutation; ``max_time_s`` stops it (checked once per generation).
+    """
+    history: list[float] = []
+    from scipy.optimize import differential_evolution  # SciPy's optimiser loads only when optimising
+
+    began = time.perf_counter()
+
+    def callback(intermediate_result):
+        history.append(float(intermediate_result.fun))
+        logger.debug("generation %d: best cond %.4g", len(history), history[-1])
+        if max_time_s is not None and time.perf_counter() - began > max_time_s:
+            raise StopIteration
+
+    result = differential_evolution(
+        objective,
+        objective.bounds(),
+        maxiter=de_options["maxiter"],
+        popsize=de_options["popsize"],
+        tol=de_options["tol"],
+        mutation=de_options["mutation"],
+        recombination=recombination,
+        seed=rng,
+        callback=callback,
+        polish=False,
+        init="latinhypercube",
+        x0=x0,
+        vectorized=True,
+        updating="deferred",
+    )
+    return result, history, time.perf_counter() - began
+
+
+def _start_and_final(robot, objective: _Objective, x0, x, periods, sample_rate_hz):
+    """(start excitation, its cond, final excitation, its cond); the start is kept if the final is worse."""
+    start = objective.excitation(x0, periods)
+    final = objective.excitation(x, periods)
+    start_cond = condition_number(robot, start, sample_rate_hz)
+    final_cond = condition_number(robot, final, sample_rate_hz)
+    if final_cond > start_cond:  # only possible through the last-digit rescaling: keep the start
+        final, final_cond = start, start_cond
+    return start, start_cond, final, final_cond
+
+
 def optimize_fourier(
     robot,
     harmonics: int = 5,
@@ -236,9 +282,9 @@ def optimize_fourier(
         :class:`OptimizationResult`; ``final_condition <= start_condition`` because the start
         point is part of the first population and selection is elitist.
 
-    Cost: each generation scores popsize·n·(2L − 1) trajectories of round(T·sample_rate_hz)
-    samples with one batched base-regressor call. For hyper9 (81 unknowns, T = 25 s):
-    popsize 1 at 4 Hz ≈ 0.5–0.8 s per generation on 2 cores, popsize 2 at 10 Hz ≈ 2 s.
+    Cost: each generation scores popsize·n·(2L − 1) trajectories of round(T·sample_rate_hz) samples with one
+    batched base-regressor call. For hyper9 (81 unknowns, T = 25 s): popsize 1 at 4 Hz ≈ 0.5–0.8 s per
+    generation on 2 cores, popsize 2 at 10 Hz ≈ 2 s.
     """
     limits = JointLimits.of(robot).shrunk(margin)
     if robot.n_dof != limits.n_dof:
@@ -251,40 +297,9 @@ def optimize_fourier(
     x0 = rng.uniform(-1.0, 1.0, size=(objective.n, 2 * (harmonics - 1) + 1))
     x0[:, -1] = 0.5  # start centred in the position ranges
     x0 = x0.ravel()
-    history: list[float] = []
-    from scipy.optimize import differential_evolution  # SciPy's optimiser loads only when optimising
-
-    began = time.perf_counter()
-
-    def callback(intermediate_result):
-        history.append(float(intermediate_result.fun))
-        logger.debug("generation %d: best cond %.4g", len(history), history[-1])
-        if max_time_s is not None and time.perf_counter() - began > max_time_s:
-            raise StopIteration
-
-    result = differential_evolution(
-        objective,
-        objective.bounds(),
-        maxiter=int(maxiter),
-        popsize=int(popsize),
-        tol=tol,
-        mutation=mutation,
-        recombination=recombination,
-        seed=rng,
-        callback=callback,
-        polish=False,
-        init="latinhypercube",
-        x0=x0,
-        vectorized=True,
-        updating="deferred",
-    )
-    elapsed = time.perf_counter() - began
-    start = objective.excitation(x0, periods)
-    final = objective.excitation(result.x, periods)
-    start_cond = condition_number(robot, start, sample_rate_hz)
-    final_cond = condition_number(robot, final, sample_rate_hz)
-    if final_cond > start_cond:  # only possible through the last-digit rescaling: keep the start
-        final, final_cond = start, start_cond
+    de_options = {"maxiter": int(maxiter), "popsize": int(popsize), "tol": tol, "mutation": mutation}
+    result, history, elapsed = _evolve(objective, x0, rng, de_options, recombination, max_time_s)
+    start, start_cond, final, final_cond = _start_and_final(robot, objective, x0, result.x, periods, sample_rate_hz)
     logger.info(
         "Fourier excitation for %s: cond %.4g -> %.4g in %d generations (%.1f s, %s)",
         getattr(robot, "name", "robot"),

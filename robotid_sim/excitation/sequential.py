@@ -179,6 +179,61 @@ def _resolve_order(order, n: int) -> tuple[int, ...]:
     return idx
 
 
+def _hold_pose(lim: JointLimits, hold, n: int) -> np.ndarray:
+    """The held pose (n,): given, or the middle of each (margin-shrunk) range; refused outside it."""
+    hold = lim.centre() if hold is None else np.asarray(hold, float).reshape(-1)
+    if hold.shape != (n,):
+        raise ConfigError(f"hold pose must have {n} values, got {hold.shape}")
+    outside = (hold < lim.lower) | (hold > lim.upper)
+    if outside.any():
+        j = int(np.argmax(outside))
+        raise ConfigError(
+            f"hold pose of joint {j + 1} ({hold[j]:.4g}) is outside its position "
+            f"range [{lim.lower[j]:.4g}, {lim.upper[j]:.4g}]"
+        )
+    return hold
+
+
+def _amplitudes(lim: JointLimits, hold: np.ndarray, amplitudes, n: int) -> np.ndarray:
+    """A (n,): given (or the whole room around ``hold``), clipped so that hold ± A stays in the range."""
+    room = np.minimum(hold - lim.lower, lim.upper - hold)
+    room = np.where(np.isfinite(room), room, np.pi)
+    amp = room.copy() if amplitudes is None else np.broadcast_to(np.abs(np.asarray(amplitudes, float)), (n,)).copy()
+    clipped = amp > room
+    if clipped.any():
+        logger.info(
+            "sequential sine: amplitudes of joints %s clipped to the position range",
+            (np.flatnonzero(clipped) + 1).tolist(),
+        )
+    return np.minimum(amp, room)
+
+
+def _frequencies(lim: JointLimits, amp: np.ndarray, frequencies, ramp_cycles: int, cycles: int, n: int) -> np.ndarray:
+    """w (n,) in rad/s: given, or for ``'auto'`` the largest with A·w·C_v <= qd_max and A·w²·C_a <= qdd_max."""
+    cv, ca = envelope_peaks(ramp_cycles, cycles)
+    if isinstance(frequencies, str):
+        if frequencies != "auto":
+            raise ConfigError(f"frequencies must be numbers (rad/s) or 'auto', got '{frequencies}'")
+        with np.errstate(divide="ignore"):
+            return np.minimum(lim.velocity / (amp * cv), np.sqrt(lim.acceleration / (amp * ca)))
+    return np.broadcast_to(np.asarray(frequencies, float), (n,)).copy()
+
+
+def _frequency_steps(frequency_steps) -> tuple[float, ...]:
+    """The fractions in (0, 1] of each joint's frequency, as floats; ConfigError otherwise."""
+    try:
+        fractions = np.atleast_1d(np.asarray(frequency_steps, float))
+    except (TypeError, ValueError):
+        fractions = np.zeros(0)
+    steps = tuple(as_float_list(fractions)) if fractions.ndim == 1 else ()
+    if not steps or not all(0.0 < f <= 1.0 for f in steps):
+        raise ConfigError(
+            f"frequency_steps must be fractions in (0, 1] of each joint's frequency, e.g. [0.5, 1.0]; got "
+            f"{list(steps) if steps else frequency_steps}"
+        )
+    return steps
+
+
 @dataclass(frozen=True, eq=False, init=False)
 class SequentialSine(SequenceBacked):
     """Seed 003 §4: one joint at a time, distal to base, the others held.
@@ -246,38 +301,13 @@ class SequentialSine(SequenceBacked):
         limits = JointLimits.of(robot_or_limits)
         n = limits.n_dof
         lim = limits.shrunk(margin)
-        hold = lim.centre() if hold is None else np.asarray(hold, float).reshape(-1)
-        if hold.shape != (n,):
-            raise ConfigError(f"hold pose must have {n} values, got {hold.shape}")
-        outside = (hold < lim.lower) | (hold > lim.upper)
-        if outside.any():
-            j = int(np.argmax(outside))
-            raise ConfigError(
-                f"hold pose of joint {j + 1} ({hold[j]:.4g}) is outside its position "
-                f"range [{lim.lower[j]:.4g}, {lim.upper[j]:.4g}]"
-            )
-        room = np.minimum(hold - lim.lower, lim.upper - hold)
-        room = np.where(np.isfinite(room), room, np.pi)
-        amp = room.copy() if amplitudes is None else np.broadcast_to(np.abs(np.asarray(amplitudes, float)), (n,)).copy()
-        clipped = amp > room
-        if clipped.any():
-            logger.info(
-                "sequential sine: amplitudes of joints %s clipped to the position range",
-                (np.flatnonzero(clipped) + 1).tolist(),
-            )
-        amp = np.minimum(amp, room)
+        hold = _hold_pose(lim, hold, n)
+        amp = _amplitudes(lim, hold, amplitudes, n)
         if int(ramp_cycles) != ramp_cycles or ramp_cycles < 1:
             raise ConfigError(f"ramp_cycles must be a whole number >= 1, got {ramp_cycles}")
         if int(cycles) != cycles or cycles < 0:
             raise ConfigError(f"cycles must be a whole number >= 0, got {cycles}")
-        cv, ca = envelope_peaks(int(ramp_cycles), int(cycles))
-        if isinstance(frequencies, str):
-            if frequencies != "auto":
-                raise ConfigError(f"frequencies must be numbers (rad/s) or 'auto', got '{frequencies}'")
-            with np.errstate(divide="ignore"):
-                freq = np.minimum(lim.velocity / (amp * cv), np.sqrt(lim.acceleration / (amp * ca)))
-        else:
-            freq = np.broadcast_to(np.asarray(frequencies, float), (n,)).copy()
+        freq = _frequencies(lim, amp, frequencies, int(ramp_cycles), int(cycles), n)
         order_idx = tuple(j for j in _resolve_order(order, n) if amp[j] > 0)
         if not order_idx:
             raise ConfigError("sequential sine has nothing to move: every amplitude is zero")
@@ -286,16 +316,7 @@ class SequentialSine(SequenceBacked):
             raise ConfigError("sequential sine frequencies must be positive for the moving joints")
         if dwell < 0:
             raise ConfigError(f"dwell must be >= 0 s, got {dwell}")
-        try:
-            fractions = np.atleast_1d(np.asarray(frequency_steps, float))
-        except (TypeError, ValueError):
-            fractions = np.zeros(0)
-        steps = tuple(as_float_list(fractions)) if fractions.ndim == 1 else ()
-        if not steps or not all(0.0 < f <= 1.0 for f in steps):
-            raise ConfigError(
-                f"frequency_steps must be fractions in (0, 1] of each joint's frequency, e.g. [0.5, 1.0]; got "
-                f"{list(steps) if steps else frequency_steps}"
-            )
+        steps = _frequency_steps(frequency_steps)
         object.__setattr__(self, "hold", hold)
         object.__setattr__(self, "amplitudes", amp)
         object.__setattr__(self, "frequencies", freq)

@@ -284,6 +284,142 @@ class StepwiseExcitation(SequenceBacked):
 _OMITTED_AT_DEFAULT = {"speeds": [], "n_sweeps": 30, "sweep_time": 1.0, "sweep_speeds": [0.2, 0.9]}
 
 
+def _check_stepwise(
+    pose_spread, speeds, static_duration, slow_speed, min_cruise_time, cruise_time, n_sweeps, sweep_time, sweep_speeds
+) -> None:
+    """Refuse (ConfigError) stepwise options out of range."""
+    if not 0 < pose_spread <= 1:
+        raise ConfigError(f"pose_spread must be in (0, 1], got {pose_spread}")
+    if any(not 0 < s <= 1 for s in speeds):
+        raise ConfigError(f"speeds are fractions of the velocity limit in (0, 1], got {speeds}")
+    if static_duration < 0 or slow_speed < 0 or min_cruise_time < 0 or cruise_time < min_cruise_time:
+        raise ConfigError(
+            "static_duration, slow_speed, min_cruise_time must be >= 0 and cruise_time >= min_cruise_time"
+        )
+    if n_sweeps < 0 or not sweep_time > 0:
+        raise ConfigError(f"n_sweeps must be >= 0 and sweep_time > 0, got {n_sweeps} and {sweep_time}")
+    if len(sweep_speeds) != 2 or not 0 < sweep_speeds[0] <= sweep_speeds[1] <= 1:
+        raise ConfigError(
+            f"sweep_speeds is a range (low, high) of fractions of the velocity limit, 0 < low <= high <= 1, "
+            f"got {sweep_speeds}"
+        )
+
+
+class _Plan:
+    """The pieces of a stepwise excitation as they are appended, and the pose the last one ends at.
+
+    Attributes:
+        lim: the (margin-shrunk) limits.
+        lower, upper: the position range (n,), ±π where a limit is infinite.
+        width, centre: ``upper - lower`` and the middle of the range (n,).
+        parts, labels: the pieces and their labels (None keeps the piece's own segments).
+        current: the pose (n,) the last piece ends at.
+    """
+
+    def __init__(self, lim: JointLimits):
+        self.lim = lim
+        self.lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi)
+        self.upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi)
+        self.width = self.upper - self.lower
+        self.centre = 0.5 * (self.lower + self.upper)
+        self.parts: list[Excitation] = []
+        self.labels: list[str | None] = []
+        self.current = self.centre.copy()
+
+    def move_to(self, target: np.ndarray) -> None:
+        """Append a rest-to-rest transition from :attr:`current` to ``target`` (none if already there)."""
+        T = rest_to_rest_duration(target - self.current, self.lim.velocity, self.lim.acceleration)
+        if T > 0:
+            self.parts.append(QuinticPolynomial(self.current, target, _ceil(T)))
+            self.labels.append(STEPWISE_TRANSITION)
+        self.current = np.asarray(target, float).copy()
+
+
+def _static_poses(plan: _Plan, n_poses, poses, static_duration, slow_speed, pose_spread, rng) -> None:
+    """1. static poses, crept through at slow_speed (seed 000 §3)."""
+    n, lim = plan.lim.n_dof, plan.lim
+    creep = np.full(n, float(slow_speed))
+    creep_ramp = _ramp_time(creep, lim) if slow_speed > 0 else 0.0
+    creep_travel = creep * (static_duration + creep_ramp)
+    if poses is None:
+        half = 0.5 * pose_spread * np.maximum(plan.width - creep_travel, 0.0)
+        pose_list = plan.centre - creep_travel / 2 + rng.uniform(-1, 1, size=(int(n_poses), n)) * half
+        # visited nearest first (same poses, shorter transitions)
+        pose_list = pose_list[_greedy_order(plan.current, pose_list, pose_list + creep_travel, lim)]
+    else:
+        pose_list = np.atleast_2d(np.asarray(poses, float))
+        if pose_list.shape[1] != n:
+            raise ConfigError(f"static poses must be (K, {n}), got {pose_list.shape}")
+        bad = (pose_list < plan.lower) | (pose_list + creep_travel > plan.upper)
+        if bad.any():
+            k, j = np.argwhere(bad)[0]
+            raise ConfigError(
+                f"static pose {k + 1}, joint {j + 1}: {pose_list[k, j]:.4g} leaves no "
+                f"room in [{plan.lower[j]:.4g}, {plan.upper[j]:.4g}] for the creep"
+            )
+    for pose in pose_list:
+        plan.move_to(pose)
+        if slow_speed > 0:
+            piece = ConstantVelocity(pose, creep, static_duration, creep_ramp, "static", "static")
+            plan.parts.append(piece)
+            plan.labels.append("static")
+            plan.current = pose + piece.travel
+        elif static_duration > 0:
+            plan.parts.append(Hold(pose, static_duration, "static"))
+            plan.labels.append("static")
+
+
+def _speed_sweeps(plan: _Plan, speeds, cruise_time, min_cruise_time, rng) -> None:
+    """2. constant-velocity sweeps, forward and back, at each speed level."""
+    n, lim, width = plan.lim.n_dof, plan.lim, plan.width
+    for level in speeds:
+        signs = rng.choice([-1.0, 1.0], size=n)
+        ratio = rng.uniform(0.5, 1.0, size=n)
+        speed = level * ratio * lim.velocity
+        # cap so that the sweep fits: |v|·T_c_min + 15/8·v²/a <= width
+        k2 = SMOOTHSTEP_PEAK_VELOCITY / lim.acceleration
+        cap = (-min_cruise_time + np.sqrt(min_cruise_time**2 + 4 * k2 * width)) / (2 * k2)
+        speed = np.minimum(speed, cap)
+        ramp = _ramp_time(speed, lim)
+        speed = np.minimum(speed, width / (min_cruise_time + ramp))
+        Tc = min(cruise_time, float(np.min(width / speed)) - ramp)
+        Tc = max(np.floor(Tc / _RESOLUTION) * _RESOLUTION, 0.0)
+        v = signs * speed
+        travel = v * (Tc + ramp)
+        start = plan.centre - travel / 2
+        plan.move_to(start)
+        forward = ConstantVelocity(start, v, Tc, ramp, ramp_label=STEPWISE_TRANSITION)
+        back = ConstantVelocity(start + forward.travel, -v, Tc, ramp, ramp_label=STEPWISE_TRANSITION)
+        plan.parts += [forward, back]
+        plan.labels += [None, None]
+        plan.current = start + forward.travel + back.travel
+
+
+def _random_sweeps(plan: _Plan, n_sweeps, sweep_time, sweep_speeds, rng) -> None:
+    """2b. constant-velocity sweeps from random poses in random directions."""
+    lim = plan.lim
+    sweeps = [_draw_sweep(lim, plan.lower, plan.upper, sweep_time, sweep_speeds, rng) for _ in range(int(n_sweeps))]
+    if sweeps:
+        starts = np.array([w.start for w in sweeps])
+        for k in _greedy_order(plan.current, starts, starts + np.array([w.travel for w in sweeps]), lim):
+            plan.move_to(sweeps[k].start)
+            plan.parts.append(sweeps[k])
+            plan.labels.append(None)
+            plan.current = sweeps[k].start + sweeps[k].travel
+
+
+def _fourier_segments(plan: _Plan, fourier_segments, harmonics, base_frequency, fourier_periods, seed) -> None:
+    """3. variable-velocity Fourier segments (seed 001 Eq. 10)."""
+    for k in range(int(fourier_segments)):
+        fourier = FourierExcitation.random(
+            plan.lim, harmonics=harmonics, base_frequency=base_frequency, seed=seed + 1000 + k, periods=fourier_periods
+        )
+        plan.move_to(fourier.q0)
+        plan.parts.append(fourier)
+        plan.labels.append("variable_velocity")
+        plan.current = fourier.q0.copy()
+
+
 def _build_stepwise(
     limits: JointLimits,
     *,
@@ -305,118 +441,28 @@ def _build_stepwise(
     sweep_time,
     sweep_speeds,
 ) -> Concatenation:
-    n = limits.n_dof
     lim = limits.shrunk(margin)
     rng = np.random.default_rng(seed)
-    if not 0 < pose_spread <= 1:
-        raise ConfigError(f"pose_spread must be in (0, 1], got {pose_spread}")
-    if any(not 0 < s <= 1 for s in speeds):
-        raise ConfigError(f"speeds are fractions of the velocity limit in (0, 1], got {speeds}")
-    if static_duration < 0 or slow_speed < 0 or min_cruise_time < 0 or cruise_time < min_cruise_time:
-        raise ConfigError(
-            "static_duration, slow_speed, min_cruise_time must be >= 0 and cruise_time >= min_cruise_time"
-        )
-    if n_sweeps < 0 or not sweep_time > 0:
-        raise ConfigError(f"n_sweeps must be >= 0 and sweep_time > 0, got {n_sweeps} and {sweep_time}")
-    if len(sweep_speeds) != 2 or not 0 < sweep_speeds[0] <= sweep_speeds[1] <= 1:
-        raise ConfigError(
-            f"sweep_speeds is a range (low, high) of fractions of the velocity limit, 0 < low <= high <= 1, "
-            f"got {sweep_speeds}"
-        )
-    lower = np.where(np.isfinite(lim.lower), lim.lower, -np.pi)
-    upper = np.where(np.isfinite(lim.upper), lim.upper, np.pi)
-    width = upper - lower
-    centre = 0.5 * (lower + upper)
-
-    parts: list[Excitation] = []
-    labels: list[str | None] = []
-    current = centre.copy()
-
-    def move_to(target: np.ndarray) -> None:
-        nonlocal current
-        T = rest_to_rest_duration(target - current, lim.velocity, lim.acceleration)
-        if T > 0:
-            parts.append(QuinticPolynomial(current, target, _ceil(T)))
-            labels.append(STEPWISE_TRANSITION)
-        current = np.asarray(target, float).copy()
-
-    # 1. static poses, crept through at slow_speed (seed 000 §3)
-    creep = np.full(n, float(slow_speed))
-    creep_ramp = _ramp_time(creep, lim) if slow_speed > 0 else 0.0
-    creep_travel = creep * (static_duration + creep_ramp)
-    if poses is None:
-        half = 0.5 * pose_spread * np.maximum(width - creep_travel, 0.0)
-        pose_list = centre - creep_travel / 2 + rng.uniform(-1, 1, size=(int(n_poses), n)) * half
-        # visited nearest first (same poses, shorter transitions)
-        pose_list = pose_list[_greedy_order(current, pose_list, pose_list + creep_travel, lim)]
-    else:
-        pose_list = np.atleast_2d(np.asarray(poses, float))
-        if pose_list.shape[1] != n:
-            raise ConfigError(f"static poses must be (K, {n}), got {pose_list.shape}")
-        bad = (pose_list < lower) | (pose_list + creep_travel > upper)
-        if bad.any():
-            k, j = np.argwhere(bad)[0]
-            raise ConfigError(
-                f"static pose {k + 1}, joint {j + 1}: {pose_list[k, j]:.4g} leaves no "
-                f"room in [{lower[j]:.4g}, {upper[j]:.4g}] for the creep"
-            )
-    for pose in pose_list:
-        move_to(pose)
-        if slow_speed > 0:
-            piece = ConstantVelocity(pose, creep, static_duration, creep_ramp, "static", "static")
-            parts.append(piece)
-            labels.append("static")
-            current = pose + piece.travel
-        elif static_duration > 0:
-            parts.append(Hold(pose, static_duration, "static"))
-            labels.append("static")
-
-    # 2. constant-velocity sweeps, forward and back, at each speed level
-    for level in speeds:
-        signs = rng.choice([-1.0, 1.0], size=n)
-        ratio = rng.uniform(0.5, 1.0, size=n)
-        speed = level * ratio * lim.velocity
-        # cap so that the sweep fits: |v|·T_c_min + 15/8·v²/a <= width
-        k2 = SMOOTHSTEP_PEAK_VELOCITY / lim.acceleration
-        cap = (-min_cruise_time + np.sqrt(min_cruise_time**2 + 4 * k2 * width)) / (2 * k2)
-        speed = np.minimum(speed, cap)
-        ramp = _ramp_time(speed, lim)
-        speed = np.minimum(speed, width / (min_cruise_time + ramp))
-        Tc = min(cruise_time, float(np.min(width / speed)) - ramp)
-        Tc = max(np.floor(Tc / _RESOLUTION) * _RESOLUTION, 0.0)
-        v = signs * speed
-        travel = v * (Tc + ramp)
-        start = centre - travel / 2
-        move_to(start)
-        forward = ConstantVelocity(start, v, Tc, ramp, ramp_label=STEPWISE_TRANSITION)
-        back = ConstantVelocity(start + forward.travel, -v, Tc, ramp, ramp_label=STEPWISE_TRANSITION)
-        parts += [forward, back]
-        labels += [None, None]
-        current = start + forward.travel + back.travel
-
-    # 2b. constant-velocity sweeps from random poses in random directions
-    sweeps = [_draw_sweep(lim, lower, upper, sweep_time, sweep_speeds, rng) for _ in range(int(n_sweeps))]
-    if sweeps:
-        starts = np.array([w.start for w in sweeps])
-        for k in _greedy_order(current, starts, starts + np.array([w.travel for w in sweeps]), lim):
-            move_to(sweeps[k].start)
-            parts.append(sweeps[k])
-            labels.append(None)
-            current = sweeps[k].start + sweeps[k].travel
-
-    # 3. variable-velocity Fourier segments (seed 001 Eq. 10)
-    for k in range(int(fourier_segments)):
-        fourier = FourierExcitation.random(
-            lim, harmonics=harmonics, base_frequency=base_frequency, seed=seed + 1000 + k, periods=fourier_periods
-        )
-        move_to(fourier.q0)
-        parts.append(fourier)
-        labels.append("variable_velocity")
-        current = fourier.q0.copy()
-    if not parts:
+    _check_stepwise(
+        pose_spread,
+        speeds,
+        static_duration,
+        slow_speed,
+        min_cruise_time,
+        cruise_time,
+        n_sweeps,
+        sweep_time,
+        sweep_speeds,
+    )
+    plan = _Plan(lim)
+    _static_poses(plan, n_poses, poses, static_duration, slow_speed, pose_spread, rng)
+    _speed_sweeps(plan, speeds, cruise_time, min_cruise_time, rng)
+    _random_sweeps(plan, n_sweeps, sweep_time, sweep_speeds, rng)
+    _fourier_segments(plan, fourier_segments, harmonics, base_frequency, fourier_periods, seed)
+    if not plan.parts:
         raise ConfigError("the stepwise excitation is empty: give poses, sweeps, speeds or Fourier segments")
-    sequence = Concatenation(tuple(parts), tuple(labels))
-    logger.info("stepwise excitation: %d parts, %.1f s", len(parts), sequence.duration)
+    sequence = Concatenation(tuple(plan.parts), tuple(plan.labels))
+    logger.info("stepwise excitation: %d parts, %.1f s", len(plan.parts), sequence.duration)
     return sequence
 
 

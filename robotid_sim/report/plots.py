@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.report.result import EstimatorOutcome, SensitivityOutcome, StudyResult
 from robotid_sim.report.tables import (
     NEAR_ZERO,
@@ -303,11 +304,11 @@ def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
         ``path``.
 
     Raises:
-        ValueError: if no estimator has true values.
+        DataError: if no estimator has true values.
     """
     outcomes = [o for o in result.outcomes if o.true_values is not None]
     if not outcomes:
-        raise ValueError("plot_parameter_errors needs at least one estimator with true_values; none has any")
+        raise DataError("plot_parameter_errors needs at least one estimator with true_values; none has any")
     colors = estimator_colors([o.name for o in result.outcomes])
     order = list(dict.fromkeys(name for o in outcomes for name in o.parameter_names))
     position = {name: k for k, name in enumerate(order)}
@@ -353,7 +354,7 @@ def _display_name(name: str, labels: Mapping[str, str] | None) -> str:
 def _history(outcome: EstimatorOutcome, xlabel: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
     """(t (K,), history (K, b), std (K, b) or None, x-axis label) of an outcome with a parameter history."""
     if outcome.history is None:
-        raise ValueError(f"estimator '{outcome.name}' has no parameter history to plot")
+        raise DataError(f"estimator '{outcome.name}' has no parameter history to plot")
     history = np.asarray(outcome.history, dtype=float)
     history = history.reshape(len(history), -1)
     std = None if outcome.history_std is None else np.asarray(outcome.history_std, dtype=float).reshape(history.shape)
@@ -398,7 +399,7 @@ def plot_parameter_convergence(
         ``path``.
 
     Raises:
-        ValueError: if the outcome has no history.
+        DataError: if the outcome has no history.
     """
     t, history, std, xlabel = _history(outcome, xlabel)
     b = history.shape[1]
@@ -492,12 +493,15 @@ def plot_parameter_values(
         ``path``.
 
     Raises:
-        ValueError: if the outcome has no history, or more than :data:`MAX_VALUE_PANELS` parameters.
+        DataError: if the outcome has no history.
+        ConfigError: if it has more than :data:`MAX_VALUE_PANELS` parameters.
     """
     t, history, std, xlabel = _history(outcome, xlabel)
     b = history.shape[1]
     if b > MAX_VALUE_PANELS:
-        raise ValueError(f"plot_parameter_values draws at most {MAX_VALUE_PANELS} parameters; '{outcome.name}' has {b}")
+        raise ConfigError(
+            f"plot_parameter_values draws at most {MAX_VALUE_PANELS} parameters; '{outcome.name}' has {b}"
+        )
     truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
     max_cols = min(b, 3)
     fig = _figure(3.4 * max_cols + 0.6, 2.1 * math.ceil(b / max_cols) + 0.9)
@@ -601,11 +605,11 @@ def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
         ``path``.
 
     Raises:
-        ValueError: if the study has no friction curves.
+        DataError: if the study has no friction curves.
     """
     curves = result.friction_curves
     if not curves or "qd" not in curves:
-        raise ValueError("plot_friction_curves needs result.friction_curves with a 'qd' velocity grid")
+        raise DataError("plot_friction_curves needs result.friction_curves with a 'qd' velocity grid")
     qd = np.asarray(curves["qd"], dtype=float)
     M = qd.shape[0]
     n = len(result.joint_names)
@@ -664,16 +668,17 @@ def plot_sparsity(
         ``path``.
 
     Raises:
-        ValueError: if the names do not match the coefficients or the threshold is not positive.
+        DataError: if the names do not match the coefficients.
+        ConfigError: if the threshold is not positive.
     """
     coefficients = np.asarray(coefficients, dtype=float)
     if coefficients.ndim not in (1, 2) or coefficients.shape[0] != len(names):
-        raise ValueError(
+        raise DataError(
             f"plot_sparsity needs coefficients of shape (p,) or (p, m) with p = len(names) = "
             f"{len(names)}; got {coefficients.shape}"
         )
     if not threshold > 0:
-        raise ValueError(f"plot_sparsity needs a positive threshold; got {threshold}")
+        raise ConfigError(f"plot_sparsity needs a positive threshold; got {threshold}")
     magnitude = np.abs(coefficients)
     active = int(np.sum(magnitude >= threshold))
     p = len(names)
@@ -740,11 +745,11 @@ def plot_active_terms(result: StudyResult, path: str | Path) -> Path:
     names its ``library_size`` in the legend.
 
     Raises:
-        ValueError: if the study has no feature-library model.
+        DataError: if the study has no feature-library model.
     """
     outcomes = sparse_outcomes(result)
     if not outcomes:
-        raise ValueError("plot_active_terms needs at least one feature-library model in the study")
+        raise DataError("plot_active_terms needs at least one feature-library model in the study")
     n = max(o.sparse.coefficients.shape[0] for o in outcomes)
     colors = estimator_colors([o.name for o in result.outcomes])
     fig = _figure(max(6.0, 2.5 + 0.9 * n * max(1, len(outcomes)) ** 0.5), 4.2)
@@ -775,11 +780,11 @@ def plot_sparse_model(outcome: EstimatorOutcome, path: str | Path, joint_names: 
     threshold is the estimator's ``threshold`` option (else the smallest non-zero magnitude).
 
     Raises:
-        ValueError: if the outcome has no feature-library model.
+        DataError: if the outcome has no feature-library model.
     """
     sparse = outcome.sparse
     if sparse is None:
-        raise ValueError(f"'{outcome.name}' is not a feature-library model")
+        raise DataError(f"'{outcome.name}' is not a feature-library model")
     coefficients = np.asarray(sparse.coefficients, dtype=float)
     magnitude = np.abs(coefficients[coefficients != 0])
     threshold = sparse.threshold or (float(magnitude.min()) if magnitude.size else 1.0)
@@ -810,13 +815,13 @@ def plot_segmentation(outcome: EstimatorOutcome, path: str | Path) -> Path:
     k = 1 … k_max) with the k chosen by the elbow (``k``) marked.
 
     Raises:
-        ValueError: if the outcome has no RAI segmentation (no WCSS curve).
+        DataError: if the outcome has no RAI segmentation (no WCSS curve).
     """
     sparse = outcome.sparse
     seg = None if sparse is None else sparse.diagnostics.get("segmentation")
     wcss = np.asarray(seg.get("wcss") or [], dtype=float) if isinstance(seg, dict) else np.zeros(0)
     if wcss.size == 0:
-        raise ValueError(f"'{outcome.name}' has no RAI segmentation to draw")
+        raise DataError(f"'{outcome.name}' has no RAI segmentation to draw")
     fig = _figure(10.5, 4.2)
     left, right = fig.subplots(1, 2)
     features = seg.get("features")

@@ -42,6 +42,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from robotid_sim.errors import DataError
+
 #: default relative tolerance of the comparisons (times tr(I_O) of the link)
 DEFAULT_RTOL = 1e-12
 
@@ -49,7 +51,7 @@ DEFAULT_RTOL = 1e-12
 def _phi(phi) -> np.ndarray:
     arr = np.asarray(phi, dtype=float)
     if arr.shape[-1:] != (10,):
-        raise ValueError(f"standard inertial parameters must have shape (..., 10), got {arr.shape}")
+        raise DataError(f"standard inertial parameters must have shape (..., 10), got {arr.shape}")
     return arr
 
 
@@ -179,7 +181,7 @@ def link_violations(phi, name: str = "link", strict: bool = True, rtol: float = 
     """
     phi = _phi(phi)
     if phi.shape != (10,):
-        raise ValueError(f"link_violations takes one link (10,), got {phi.shape}; use violations() for a batch")
+        raise DataError(f"link_violations takes one link (10,), got {phi.shape}; use violations() for a batch")
     out: list[str] = []
     m = float(phi[9])
     if not mass_positive(phi, strict):
@@ -214,10 +216,10 @@ def violations(phis, names: Sequence[str] | None = None, strict: bool = True, rt
     """
     phis = np.atleast_2d(_phi(phis))
     if phis.ndim != 2:
-        raise ValueError(f"violations takes (n, 10) parameters, got {phis.shape}")
+        raise DataError(f"violations takes (n, 10) parameters, got {phis.shape}")
     names = list(names) if names is not None else [f"link{i + 1}" for i in range(len(phis))]
     if len(names) != len(phis):
-        raise ValueError(f"{len(phis)} links but {len(names)} names")
+        raise DataError(f"{len(phis)} links but {len(names)} names")
     ok = physically_consistent(phis, strict, rtol)
     out: list[str] = []
     for i in np.flatnonzero(~ok):

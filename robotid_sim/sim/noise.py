@@ -32,16 +32,20 @@ hook: the five above by the built-in plugin ``core`` (``plugins/core.py``), othe
 from __future__ import annotations
 
 import dataclasses
+import typing
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
 
-from robotid_sim.errors import ConfigError, DataError, PluginError
+from robotid_sim._json import jsonable
+from robotid_sim.errors import ConfigError, DataError, PluginError, format_validation_error
 from robotid_sim.hookspecs import Registrable
+from robotid_sim.options import Options as OptionsBase
+from robotid_sim.options import option_values, validate_options
 
 __all__ = [
     "SIGNALS",
@@ -52,8 +56,10 @@ __all__ = [
     "NoiseModel",
     "Outliers",
     "Quantization",
+    "Signal",
     "measured_snr_db",
     "noise_from_config",
+    "per_joint_option",
 ]
 
 #: the signals a noise model may act on
@@ -66,8 +72,8 @@ PerJoint = float | tuple[float, ...]
 # helpers
 
 
-def _per_joint_option(value, model: str, name: str, minimum: float | None = None, exclusive: bool = False) -> PerJoint:
-    """Normalise a scalar or per-joint option to float / tuple of floats, checking its range."""
+def _per_joint_value(value, minimum: float | None, exclusive: bool, maximum: float | None) -> PerJoint:
+    """A scalar or per-joint option as float / tuple of floats, checking its range (``ValueError`` if not)."""
     arr = None
     flat = list(value) if isinstance(value, list | tuple) else [value]
     if all(isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_) for v in flat):
@@ -76,15 +82,48 @@ def _per_joint_option(value, model: str, name: str, minimum: float | None = None
         except (TypeError, ValueError):
             arr = None
     if arr is None or arr.ndim > 1 or arr.size == 0:
-        raise ConfigError(f"{model} '{name}' must be a number or a list with one number per joint, got {value!r}")
+        raise ValueError(f"must be a number or a list with one number per joint, got {value!r}")
     if not np.all(np.isfinite(arr)):
-        raise ConfigError(f"{model} '{name}' must be finite, got {value!r}")
+        raise ValueError(f"must be finite, got {value!r}")
     if minimum is not None:
         bad = arr <= minimum if exclusive else arr < minimum
         if np.any(bad):
             relation = ">" if exclusive else ">="
-            raise ConfigError(f"{model} '{name}' must be {relation} {minimum}, got {value!r}")
+            raise ValueError(f"must be {relation} {minimum}, got {value!r}")
+    if maximum is not None and np.any(arr > maximum):
+        raise ValueError(f"must be in ({minimum:g}, {maximum:g}], got {value!r}")
     return float(arr) if arr.ndim == 0 else tuple(float(v) for v in arr)
+
+
+def per_joint_option(minimum: float | None = None, exclusive: bool = False, maximum: float | None = None) -> Any:
+    """The type of a per-joint option in a noise model's ``Options``: a number for all joints or one per joint.
+
+    Validated to a float or a tuple of floats, finite, ``> minimum`` (``exclusive``) or ``>= minimum``, and
+    ``<= maximum`` where given. Booleans are not numbers here.
+    """
+    return Annotated[Any, BeforeValidator(lambda value: _per_joint_value(value, minimum, exclusive, maximum))]
+
+
+def _signal_name(value) -> str:
+    if value not in SIGNALS:
+        raise ValueError(f"must be one of {', '.join(SIGNALS)}, got {value!r}")
+    return value
+
+
+def _fraction(value) -> float:
+    fraction = _per_joint_value(value, 0.0, False, None)
+    if not isinstance(fraction, float) or fraction > 1.0:
+        raise ValueError(f"must be one number in [0, 1], got {value!r}")
+    return fraction
+
+
+#: the type of a noise model's ``signal`` option: one of :data:`SIGNALS`
+Signal = Annotated[Any, BeforeValidator(_signal_name)]
+_AnyPerJoint = per_joint_option()
+_NonNegative = per_joint_option(0.0)
+_Positive = per_joint_option(0.0, exclusive=True)
+_Fraction = Annotated[Any, BeforeValidator(_fraction)]
+_Efficiency = per_joint_option(0.0, exclusive=True, maximum=1.0)
 
 
 def _broadcast(value: PerJoint, n: int, model: str, name: str) -> np.ndarray:
@@ -98,11 +137,6 @@ def _broadcast(value: PerJoint, n: int, model: str, name: str) -> np.ndarray:
             "value per joint or a single number"
         )
     return arr
-
-
-def _check_signal(signal: str, model: str) -> None:
-    if signal not in SIGNALS:
-        raise ConfigError(f"{model} 'signal' must be one of {', '.join(SIGNALS)}, got {signal!r}")
 
 
 def _copy_signals(signals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -137,21 +171,49 @@ def _on_signal(model) -> str:
     return f" on '{signal}'" if isinstance(signal, str) else ""
 
 
-def _json_value(value):
-    return list(value) if isinstance(value, tuple) else value
-
-
 # ---------------------------------------------------------------------------------------------
 # models
+
+_FIELD_OPTIONS: dict[type, type[OptionsBase]] = {}
 
 
 class NoiseModel(Registrable, ABC):
     """Base class: a seeded perturbation of one signal.
 
-    Subclasses are frozen dataclasses; ``kind`` names them in ``to_dict()`` output.
+    Subclasses are frozen dataclasses; ``kind`` names them in ``to_dict()`` output. Their options are
+    the dataclass fields, declared with their types and constraints in a nested ``Options`` class
+    (:class:`robotid_sim.options.Options`, the one option mechanism): every model built, from Python or
+    from a config, is validated against it (unknown, missing or invalid options are one
+    :class:`ConfigError` line) and stores the validated values. A model that declares no ``Options``
+    is validated against its dataclass fields' type hints (:meth:`options_class`).
     """
 
     kind: ClassVar[str] = ""
+    Options: ClassVar[type[OptionsBase] | None] = None
+
+    def __post_init__(self) -> None:
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}  # type: ignore[arg-type]
+        options = type(self).options_class()
+        validated = validate_options("noise model", self.kind or type(self).__name__, options, fields)
+        for name, value in option_values(validated).items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def options_class(cls) -> type[OptionsBase]:
+        """``Options``, or for a model that declares none, one field per dataclass field (its hint and default)."""
+        if cls.Options is not None:
+            return cls.Options
+        if cls not in _FIELD_OPTIONS:
+            try:
+                hints = typing.get_type_hints(cls)
+            except Exception:  # unresolvable annotations: check the names only
+                hints = {}
+            fields: dict[str, Any] = {
+                f.name: (hints.get(f.name, Any), ... if f.default is dataclasses.MISSING else f.default)
+                for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            }
+            _FIELD_OPTIONS[cls] = create_model(f"{cls.__name__}Options", __base__=OptionsBase, **fields)
+        return _FIELD_OPTIONS[cls]
 
     def apply(self, signals: Mapping[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Return a copy of ``signals`` with this model's perturbation applied.
@@ -221,7 +283,7 @@ class NoiseModel(Registrable, ABC):
         """JSON-able description, ``{"type": kind, <field>: value, ...}``."""
         out: dict[str, Any] = {"type": self.kind}
         for field in dataclasses.fields(self):  # type: ignore[arg-type]
-            out[field.name] = _json_value(getattr(self, field.name))
+            out[field.name] = jsonable(getattr(self, field.name))
         return out
 
 
@@ -241,9 +303,9 @@ class GaussianSNR(NoiseModel):
     signal: str
     snr_db: PerJoint
 
-    def __post_init__(self) -> None:
-        _check_signal(self.signal, "GaussianSNR")
-        object.__setattr__(self, "snr_db", _per_joint_option(self.snr_db, "GaussianSNR", "snr_db"))
+    class Options(OptionsBase):
+        signal: Signal
+        snr_db: _AnyPerJoint
 
     def _perturb(self, signals, rng) -> None:
         x = _target(signals, self.signal, self.kind)
@@ -266,9 +328,9 @@ class GaussianStd(NoiseModel):
     signal: str
     std: PerJoint
 
-    def __post_init__(self) -> None:
-        _check_signal(self.signal, "GaussianStd")
-        object.__setattr__(self, "std", _per_joint_option(self.std, "GaussianStd", "std", minimum=0.0))
+    class Options(OptionsBase):
+        signal: Signal
+        std: _NonNegative
 
     def _perturb(self, signals, rng) -> None:
         x = _target(signals, self.signal, self.kind)
@@ -295,17 +357,10 @@ class Outliers(NoiseModel):
     magnitude: PerJoint
     signal: str = "tau"
 
-    def __post_init__(self) -> None:
-        _check_signal(self.signal, "Outliers")
-        fraction = _per_joint_option(self.fraction, "Outliers", "fraction", minimum=0.0)
-        if not isinstance(fraction, float) or fraction > 1.0:
-            raise ConfigError(f"Outliers 'fraction' must be one number in [0, 1], got {self.fraction!r}")
-        object.__setattr__(self, "fraction", fraction)
-        object.__setattr__(
-            self,
-            "magnitude",
-            _per_joint_option(self.magnitude, "Outliers", "magnitude", minimum=0.0, exclusive=True),
-        )
+    class Options(OptionsBase):
+        fraction: _Fraction
+        magnitude: _Positive
+        signal: Signal
 
     def _perturb(self, signals, rng) -> None:
         x = _target(signals, self.signal, self.kind)
@@ -336,13 +391,9 @@ class Quantization(NoiseModel):
     resolution: PerJoint
     signal: str = "q"
 
-    def __post_init__(self) -> None:
-        _check_signal(self.signal, "Quantization")
-        object.__setattr__(
-            self,
-            "resolution",
-            _per_joint_option(self.resolution, "Quantization", "resolution", minimum=0.0, exclusive=True),
-        )
+    class Options(OptionsBase):
+        resolution: _Positive
+        signal: Signal
 
     def _perturb(self, signals, rng) -> None:
         x = _target(signals, self.signal, self.kind)
@@ -377,18 +428,11 @@ class CurrentMeasurement(NoiseModel):
     current_std: PerJoint
     efficiency: PerJoint = 1.0
 
-    def __post_init__(self) -> None:
-        name = "CurrentMeasurement"
-        for field, minimum, exclusive in (
-            ("gear_ratio", 0.0, True),
-            ("torque_constant", 0.0, True),
-            ("current_std", 0.0, False),
-            ("efficiency", 0.0, True),
-        ):
-            value = _per_joint_option(getattr(self, field), name, field, minimum, exclusive)
-            object.__setattr__(self, field, value)
-        if np.any(np.asarray(self.efficiency) > 1.0):
-            raise ConfigError(f"{name} 'efficiency' must be in (0, 1], got {self.efficiency!r}")
+    class Options(OptionsBase):
+        gear_ratio: _Positive
+        torque_constant: _Positive
+        current_std: _NonNegative
+        efficiency: _Efficiency
 
     def _perturb(self, signals, rng) -> None:
         tau = _target(signals, "tau", self.kind)
@@ -474,90 +518,75 @@ class NoiseChain:
 # configuration
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section(BaseModel):
+    """A section of the noise table: unknown keys are errors; the values are checked by the noise models."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
-def _not_bool(value):
-    """YAML's ``true``/``false`` are not numbers here (pydantic would read them as 1.0 and 0.0)."""
-    if isinstance(value, bool):
-        raise ValueError("a number is expected, not a boolean")
-    return value
+class _SignalSection(_Section):
+    snr_db: Any = None
+    std: Any = None
 
 
-_Real = Annotated[float, BeforeValidator(_not_bool)]
-_Number = _Real | list[_Real]
+class _OutliersSection(_Section):
+    fraction: Any = None
+    magnitude: Any = None
+    signal: Any = None
 
 
-class _SignalNoiseConfig(_Strict):
-    snr_db: _Number | None = None
-    std: _Number | None = None
+class _QuantizationSection(_Section):
+    q: Any = None
+    qd: Any = None
+    qdd: Any = None
+    tau: Any = None
 
 
-class _OutliersConfig(_Strict):
-    fraction: _Real
-    magnitude: _Number
-    signal: str = "tau"
+class _CurrentSection(_Section):
+    gear_ratio: Any = None
+    torque_constant: Any = None
+    current_std: Any = None
+    efficiency: Any = None
 
 
-class _QuantizationConfig(_Strict):
-    q: _Number | None = None
-    qd: _Number | None = None
-    qdd: _Number | None = None
-    tau: _Number | None = None
+class _NoiseTable(_Section):
+    q: dict[str, Any] | None = None
+    qd: dict[str, Any] | None = None
+    qdd: dict[str, Any] | None = None
+    tau: dict[str, Any] | None = None
+    outliers: dict[str, Any] | None = None
+    quantization: dict[str, Any] | None = None
+    current: dict[str, Any] | None = None
 
 
-class _CurrentConfig(_Strict):
-    gear_ratio: _Number
-    torque_constant: _Number
-    current_std: _Number
-    efficiency: _Number = 1.0
-
-
-class _NoiseConfig(_Strict):
-    q: _SignalNoiseConfig | None = None
-    qd: _SignalNoiseConfig | None = None
-    qdd: _SignalNoiseConfig | None = None
-    tau: _SignalNoiseConfig | None = None
-    outliers: _OutliersConfig | None = None
-    quantization: _QuantizationConfig | None = None
-    current: _CurrentConfig | None = None
-
-
-_SECTIONS: dict[str, type[BaseModel]] = {
-    "": _NoiseConfig,
-    **{s: _SignalNoiseConfig for s in SIGNALS},
-    "outliers": _OutliersConfig,
-    "quantization": _QuantizationConfig,
-    "current": _CurrentConfig,
+_SECTIONS: dict[str, type[_Section]] = {
+    **{s: _SignalSection for s in SIGNALS},
+    "outliers": _OutliersSection,
+    "quantization": _QuantizationSection,
+    "current": _CurrentSection,
 }
 
 
-def _validation_message(exc: ValidationError) -> str:
-    """One readable line per problem, naming the key and what is allowed."""
-    lines = []
-    seen = set()
-    for error in exc.errors():
-        loc = tuple(str(part) for part in error["loc"])
-        # union errors repeat the location with a type suffix ('float', 'list[float]'): keep one
-        key = loc[:2] if loc and loc[0] in _SECTIONS else loc[:1]
-        if key in seen:
-            continue
-        seen.add(key)
-        path = "noise." + ".".join(key) if key else "noise"
-        parent = ".".join(key[:-1])
-        if error["type"] == "extra_forbidden":
-            allowed = ", ".join(_SECTIONS[parent].model_fields)
-            where = f"'noise.{parent}'" if parent else "'noise'"
-            lines.append(f"unknown key '{path}'; allowed keys in {where}: {allowed}")
-        elif error["type"] in ("model_type", "dict_type") and key and key[-1] in _SECTIONS:
-            allowed = ", ".join(_SECTIONS[key[-1]].model_fields)
-            lines.append(f"'{path}' must be a mapping with keys {allowed}; got {error['input']!r}")
-        elif error["type"] == "missing":
-            lines.append(f"'{path}' is required")
-        else:
-            lines.append(f"'{path}': {error['msg']} (got {error['input']!r})")
-    return "; ".join(lines)
+def _validated(model: type[_Section], mapping: Mapping, where: str) -> dict[str, Any]:
+    """The keys ``mapping`` sets, after checking them against ``model`` (one :class:`ConfigError` line)."""
+    try:
+        section = model.model_validate(dict(mapping))
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where, noun="key", valid=list(model.model_fields))) from None
+    return {k: getattr(section, k) for k in model.model_fields if k in section.model_fields_set}
+
+
+def _build(where: str, cls: type[NoiseModel], options: Mapping[str, Any]) -> NoiseModel:
+    """``cls`` built from ``options`` (its dataclass defaults for the others), validated by ``cls.Options``."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}  # type: ignore[arg-type]
+    try:
+        validated = validate_options("noise model", cls.kind, cls.options_class(), {**defaults, **options})
+        model = cls(**option_values(validated))
+    except (TypeError, ValueError) as exc:  # ConfigError included: say which entry
+        raise ConfigError(f"{where}: {exc}") from None
+    if not isinstance(model, NoiseModel):  # a plugin class whose __new__ returns something else
+        raise ConfigError(f"{where} did not build a NoiseModel")
+    return model
 
 
 def _model_class(position: int, item: Any) -> type[NoiseModel]:
@@ -584,21 +613,28 @@ def _from_model_list(items) -> NoiseChain:
     models = []
     for position, item in enumerate(items):
         cls = _model_class(position, item)
-        fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        unknown = sorted(str(k) for k in set(item) - set(fields) - {"type"})
-        if unknown:
-            raise ConfigError(
-                f"unknown key '{unknown[0]}' in 'noise.models[{position}]' ({item['type']}); "
-                f"allowed keys: type, {', '.join(fields)}"
-            )
-        try:
-            model = cls(**{k: v for k, v in item.items() if k != "type"})
-        except (TypeError, ValueError) as exc:  # ConfigError included: say which entry
-            raise ConfigError(f"'noise.models[{position}]' ({item['type']}): {exc}") from None
-        if not isinstance(model, NoiseModel):  # a plugin class whose __new__ returns something else
-            raise ConfigError(f"'noise.models[{position}]' ({item['type']}) did not build a NoiseModel")
-        models.append(model)
+        options = {k: v for k, v in item.items() if k != "type"}
+        models.append(_build(f"'noise.models[{position}]' ({item['type']})", cls, options))
     return NoiseChain(tuple(models))
+
+
+def _table_entries(table: dict[str, Any]) -> list[tuple[str, type[NoiseModel], dict[str, Any]]]:
+    """The noise table as (section, model class, options), in the fixed order of :func:`noise_from_config`."""
+    sections = {name: _validated(_SECTIONS[name], value, f"'noise.{name}'") for name, value in table.items()}
+    entries: list[tuple[str, type[NoiseModel], dict[str, Any]]] = []
+    if "current" in sections:
+        entries.append(("current", CurrentMeasurement, sections["current"]))
+    for signal in SIGNALS:
+        section = sections.get(signal, {})
+        for key, cls in (("snr_db", GaussianSNR), ("std", GaussianStd)):
+            if section.get(key) is not None:
+                entries.append((signal, cls, {"signal": signal, key: section[key]}))
+    for signal, resolution in sections.get("quantization", {}).items():
+        if resolution is not None:
+            entries.append(("quantization", Quantization, {"signal": signal, "resolution": resolution}))
+    if "outliers" in sections:
+        entries.append(("outliers", Outliers, sections["outliers"]))
+    return entries
 
 
 def noise_from_config(mapping: Mapping[str, Any] | None) -> NoiseChain:
@@ -635,39 +671,9 @@ def noise_from_config(mapping: Mapping[str, Any] | None) -> NoiseChain:
             others = ", ".join(sorted(k for k in mapping if k != "models"))
             raise ConfigError(f"'noise.models' cannot be combined with other keys ({others})")
         return _from_model_list(mapping["models"])
-    try:
-        config = _NoiseConfig.model_validate(dict(mapping))
-    except ValidationError as exc:
-        raise ConfigError(_validation_message(exc)) from None
-
-    models: list[NoiseModel] = []
-
-    def add(section: str, build) -> None:
-        try:
-            models.append(build())
-        except ConfigError as exc:
-            raise ConfigError(f"'noise.{section}': {exc}") from None
-
-    if config.current is not None:
-        c = config.current
-        add("current", lambda: CurrentMeasurement(c.gear_ratio, c.torque_constant, c.current_std, c.efficiency))
-    for signal in SIGNALS:
-        section = getattr(config, signal)
-        if section is None:
-            continue
-        if section.snr_db is not None:
-            add(signal, lambda s=signal, v=section.snr_db: GaussianSNR(s, v))
-        if section.std is not None:
-            add(signal, lambda s=signal, v=section.std: GaussianStd(s, v))
-    if config.quantization is not None:
-        for signal in SIGNALS:
-            resolution = getattr(config.quantization, signal)
-            if resolution is not None:
-                add("quantization", lambda s=signal, v=resolution: Quantization(v, s))
-    if config.outliers is not None:
-        o = config.outliers
-        add("outliers", lambda: Outliers(o.fraction, o.magnitude, o.signal))
-    return NoiseChain(tuple(models))
+    table = _validated(_NoiseTable, mapping, "'noise'")
+    entries = _table_entries({k: v for k, v in table.items() if v is not None})
+    return NoiseChain(tuple(_build(f"'noise.{section}'", cls, options) for section, cls, options in entries))
 
 
 def measured_snr_db(clean, noisy) -> np.ndarray:

@@ -11,13 +11,11 @@ The plugin is this module: robotid_sim finds it through the entry point declared
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import numpy as np
 from pydantic import Field
 
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import BaseParameterModel, Estimator, IdentificationProblem
+from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions, IdentificationProblem
 
 __version__ = "0.1.0"
 
@@ -25,20 +23,23 @@ __version__ = "0.1.0"
 class RidgeEstimator(Estimator):
     """Ridge-regularised least squares on the stacked base regressor.
 
-    Like every robotid_sim estimator, the constructor only stores its options; the work is in
-    ``fit(problem)`` (the base class's ``fit`` validates the options against the constructor's
-    type hints (``alpha >= 0`` here), times ``_fit`` and stamps the model with the name and options). Ridge is biased
-    by design (it shrinks), which ``biased = True`` declares to ``robotid_sim.testing``.
-
-    Args:
-        alpha: regularisation strength (≥ 0), relative to the squared column norms of W.
+    Like every robotid_sim estimator, it declares its options as a nested pydantic ``Options``
+    class and writes no ``__init__``: the base constructor validates the keyword options
+    (``alpha >= 0`` here) and stores each as an attribute; the work is in ``fit(problem)`` (the
+    base class's ``fit`` validates the options again, times ``_fit`` and stamps the model with the
+    name and options). Ridge is biased by design (it shrinks), which ``biased = True`` declares
+    to ``robotid_sim.testing``.
     """
 
     name = "ridge"
     biased = True
 
-    def __init__(self, alpha: Annotated[float, Field(ge=0)] = 1e-6):
-        self.alpha = alpha
+    class Options(EstimatorOptions):
+        """The options of ``ridge``."""
+
+        alpha: float = Field(
+            1e-6, ge=0, description="regularisation strength, relative to the squared column norms of W"
+        )
 
     def _fit(self, problem: IdentificationProblem) -> BaseParameterModel:
         W = problem.base_regressor()  # (m, b): the rows in use, stacked sample-major (m = N·n without a dead-band)
