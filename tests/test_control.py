@@ -3,8 +3,6 @@ the recorded data staying exact (and, for the default controller, unchanged bit 
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
 
@@ -15,39 +13,6 @@ from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.sim.pybullet_sim import PyBulletSimulator
 
 NOISE = {"q": {"snr_db": 60}, "qd": {"snr_db": 40}, "tau": {"std": 0.05}}
-
-#: SHA-256 of the float64 bytes of ``simulate(name, "default", duration=2.0, noise=NOISE, seed=3)``,
-#: recorded after the URDF parity gate (issue 8: PyBullet gets the exact inertia; pybullet 3.2.7,
-#: numpy 2.4, x86-64 Linux). A platform whose Bullet rounds differently changes these; the
-#: platform-independent check is test_default_track_equals_the_loop_before_controllers.
-RECORDED = {
-    "planar3r": {
-        "t": "4b4830d62a71e818a4e5aecabd13f5a3b218cdefb63bc93fb6eba83785cdcb3c",
-        "q": "aed6d9f61d88500dfed4099fdd7be71dc1563c61f3f8f85a3e2bf92d0fbba974",
-        "qd": "a16d06a0165e3cd1f00bb548e15a3d2b22efe478e924e8b18fcbef0151a6721d",
-        "qdd": "6231d4ea6c0eb8190ae95b730d31ec864341f265807c37cbcd8160560bde77fe",
-        "tau": "e31b7a21c25ff479395af762086feab8bb7f781cce80ef0b2f61368fe67dbd8e",
-        "truth_q": "9c0327d02ff2318aa24be20bd0139abb1d6331bfc85a134b75457f491263ad33",
-        "truth_qd": "baabc1203de77f66528ea4dc403d84110a191d6262f971822196e03cb41c5146",
-        "truth_qdd": "6231d4ea6c0eb8190ae95b730d31ec864341f265807c37cbcd8160560bde77fe",
-        "truth_tau": "987de9892d1dbe5596cbdce9cfb33c32082e097a211f52f07d6b270482d80d64",
-    },
-    "prrrp": {
-        "t": "4b4830d62a71e818a4e5aecabd13f5a3b218cdefb63bc93fb6eba83785cdcb3c",
-        "q": "71191043f1ff7212e807e4f8561349dfd916b73905bfd51472614ce3ec7d73ab",
-        "qd": "63b90fc077fd4d9025792cbbe03006770e69527e6a7dc014f0f143522719f2ff",
-        "qdd": "0a03342db928dadaaa0dab3f4b9e4b891acaf65c8a53167e5ab535473e177116",
-        "tau": "c509d536b5c8769c2726bee1cc7feb59c4456e4dc6dc673a7eee8bdc180b150c",
-        "truth_q": "252fe5a303a98252fa9cdb1c5b1b3ce2d03abcd691852cb109ab6569594eca7c",
-        "truth_qd": "84ea1e5a75289b7df4daae39802dcb12dde68ef5aba636ad45aafe5c6959a912",
-        "truth_qdd": "0a03342db928dadaaa0dab3f4b9e4b891acaf65c8a53167e5ab535473e177116",
-        "truth_tau": "8a9acd4d42fbe69737676d429557c4149f3c2a2c4f31fef3e557f22f722891ce",
-    },
-}
-
-
-def _sha256(a: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float64).tobytes()).hexdigest()
 
 
 def _track_before_controllers(sim, q_ref, qd_ref, qdd_ref, decimation=1, kp=400.0, kd=40.0):
@@ -107,12 +72,18 @@ def _assert_exact(robot, rec, dt=1e-3):
 
 # ---------------------------------------------------------------------------- default controller
 @pytest.mark.parametrize("name", ["planar3r", "prrrp"])
-def test_default_controller_reproduces_the_recorded_data_bit_for_bit(name):
-    ds = rid.simulate(name, "default", duration=2.0, noise=NOISE, seed=3)
-    got = {k: _sha256(getattr(ds, k)) for k in ("t", "q", "qd", "qdd", "tau")}
-    got |= {f"truth_{k}": _sha256(getattr(ds.truth, k)) for k in ("q", "qd", "qdd", "tau")}
-    assert got == RECORDED[name]
-    assert ds.metadata["controller"] == {"type": "computed_torque_true_model_pd", "kp": 400.0, "kd": 40.0}
+def test_default_controller_is_deterministic_and_the_noise_seed_changes_only_the_noise(name):
+    """The same seed gives the same data bit for bit, another seed the same truth with other noise. (Hashes
+    recorded on one machine were dropped: Bullet and BLAS round differently on other CPUs; that the default
+    controller is the loop from before controllers is test_default_track_equals_the_loop_before_controllers.)"""
+    first, again = (rid.simulate(name, "default", duration=2.0, noise=NOISE, seed=3) for _ in range(2))
+    other = rid.simulate(name, "default", duration=2.0, noise=NOISE, seed=4)
+    for key in ("t", "q", "qd", "qdd", "tau"):
+        assert np.array_equal(getattr(first, key), getattr(again, key)), key
+    for key in ("q", "qd", "qdd", "tau"):
+        assert np.array_equal(getattr(first.truth, key), getattr(other.truth, key)), key
+    assert not np.array_equal(first.tau, other.tau)
+    assert first.metadata["controller"] == {"type": "computed_torque_true_model_pd", "kp": 400.0, "kd": 40.0}
 
 
 @pytest.mark.parametrize("name", ["planar3r", "scara", "prrrp", "hyper9"])

@@ -282,7 +282,8 @@ def test_wls_per_experiment_weights_the_noisier_experiment_less(planar):
     )
     var = np.array([s["joint_noise_std"] for s in stds]) ** 2
     expected = weighted_least_squares(W, y, 1.0 / var[group, joint])
-    assert np.allclose(model.values, expected.beta, rtol=1e-10, atol=1e-14)
+    # two solvers (the streamed normal equations, a QR of the stacked rows): ~1e-10 apart, by platform
+    assert np.allclose(model.values, expected.beta, rtol=1e-8, atol=1e-14)
     pooled = WLSEstimator().fit(problem)
     assert "experiment_noise_std" not in pooled.diagnostics
     assert np.all(model.std < 0.5 * pooled.std)

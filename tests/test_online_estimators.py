@@ -149,17 +149,28 @@ def test_ekf_presets_and_measurements(study):
 
 
 def test_ekf_resolved_options_after_fit_show_what_each_preset_ran(study):
-    """get_params() keeps the options as given (None: the preset's); the fitted model says what ran."""
+    """Before fit get_params() shows the options as given (None: the preset's); after it, what each preset ran,
+    and an estimator built from those runs the same filter; the fitted model keeps them all."""
     robot, noisy, _ = study
     problem = IdentificationProblem(robot.structure(), noisy.slice(0, 200))
     b = problem.base.count
     seed = plugins.get_estimator("ekf")(preset="seed004")
-    resolved = seed.fit(problem).diagnostics["resolved_options"]
     assert seed.get_params()["parameter_noise"] is None and seed.get_params()["measurements"] is None
+    model = seed.fit(problem)
+    resolved = model.diagnostics["resolved_options"]
     assert set(resolved) == set(seed.get_params())
+    params = seed.get_params()
+    assert params["measurements"] == ["q", "qd"] and params["initial_parameters"] == [0.1] * b
+    assert (params["parameter_std"], params["parameter_noise"], params["tempering"]) == (None, 1.0, 0.0)
+    assert model.options["parameter_noise"] is None  # the saved model keeps the options as given
+    again = plugins.get_estimator("ekf").from_options(**params).fit(problem)
+    np.testing.assert_array_equal(again.values, model.values)
     assert resolved["measurements"] == ["q", "qd"] and resolved["initial_parameters"] == [0.1] * b
     assert resolved["parameter_std"] == [1.0] * b  # P0 with every entry 1 (Eq. 44)
     assert (resolved["parameter_noise"], resolved["annealing_s"], resolved["tempering"]) == (1.0, None, 0.0)
+    estimator = plugins.get_estimator("ekf")(annealing_s=3.0)
+    auto = estimator.fit(problem)
+    assert estimator.get_params()["parameter_std"] == 1.0  # auto's prior std, one for all
     auto = plugins.get_estimator("ekf")(parameter_std=0.5, annealing_s=3.0).fit(problem)
     resolved = auto.diagnostics["resolved_options"]
     assert resolved["measurements"] == ["q", "qd", "qdd"] and resolved["parameter_std"] == pytest.approx([0.5] * b)

@@ -94,9 +94,9 @@ class EKFEstimator(Estimator):
     ``resolved_options`` (every option with the value that ran, presets resolved: see
     :meth:`resolved_options`).
 
-    As in scikit-learn, ``get_params()`` returns the options as given (``None``: the preset's value)
-    and ``fit`` leaves the estimator unchanged; what the presets resolved to for the data is a result,
-    so it is in the fitted model: ``model.diagnostics["resolved_options"]``.
+    Before ``fit``, ``get_params()`` returns the options as given (``None``: the preset's value); after it, each
+    preset option shows the value that ran (:meth:`resolved_params`), and the fitted model keeps them all in
+    ``model.diagnostics["resolved_options"]``.
     """
 
     name = "ekf"
@@ -183,6 +183,20 @@ class EKFEstimator(Estimator):
             "noise_floor": self.noise_floor,
             "check_excitation": self.check_excitation,
         }
+
+    def resolved_params(self, model) -> dict:
+        """The preset options as they ran (from ``model.diagnostics['resolved_options']``), as option values.
+
+        ``parameter_std`` only where one value is an option's value: seed 004 fixes P0 (the option stays unset) and
+        birdy's prior std differs per parameter (it is in the diagnostics).
+        """
+        ran = model.diagnostics["resolved_options"]
+        resolved = {k: ran[k] for k in ("measurements", "initial_parameters", "parameter_noise", "tempering")}
+        if self.preset != "seed004" and len(set(ran["parameter_std"])) == 1:
+            resolved["parameter_std"] = ran["parameter_std"][0]
+        if ran["annealing_s"] is not None:
+            resolved["annealing_s"] = ran["annealing_s"]
+        return resolved
 
     def _fit(self, problem) -> BaseParameterModel:
         from robotid_sim_plugins.ekf.filter import run_filter  # filterpy and scipy: on first use

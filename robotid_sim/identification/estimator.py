@@ -70,10 +70,26 @@ class Estimator(Registrable):
         for key, value in option_values(validated).items():
             setattr(self, key, value)
 
-    def get_params(self) -> dict:
+    def given_params(self) -> dict:
         """The options this estimator was configured with, as plain JSON-able data."""
         model = type(self).Options
         return model.model_construct(**{k: getattr(self, k) for k in model.model_fields}).model_dump(mode="json")
+
+    def get_params(self) -> dict:
+        """The options; after :meth:`fit`, those the estimator resolved from the data show the value that ran.
+
+        An option left to a preset (``None``, ``"auto"``) is resolved by ``fit``: :meth:`resolved_params` of the
+        fitted model, kept as ``resolved_params_`` (scikit-learn's trailing underscore for what ``fit`` sets).
+        So ``get_params()`` says what ran, and ``from_options(**get_params())`` runs it again on the same robot.
+        """
+        return {**self.given_params(), **getattr(self, "resolved_params_", {})}
+
+    def resolved_params(self, model: IdentifiedModel) -> dict:
+        """The options ``fit`` resolved for ``model``'s data, each as a valid value of that option; default none.
+
+        Override it in an estimator whose options have data-dependent presets.
+        """
+        return {}
 
     @classmethod
     def from_options(cls, **options) -> Estimator:
@@ -83,15 +99,16 @@ class Estimator(Registrable):
     def fit(self, problem: IdentificationProblem) -> IdentifiedModel:
         """Identify a model from ``problem``.
 
-        Validates the options (also against the robot: :meth:`check_structure`), times ``_fit``, and stamps
-        the model with this estimator's name, options, ``diagnostics['fit_time_s']`` and
-        ``diagnostics['deadband_rows_removed']``.
+        Validates the options (also against the robot: :meth:`check_structure`), times ``_fit``, stamps
+        the model with this estimator's name, options as given, ``diagnostics['fit_time_s']`` and
+        ``diagnostics['deadband_rows_removed']``, and keeps what the options resolved to as ``resolved_params_``
+        (shown by :meth:`get_params`).
         """
         if not isinstance(problem, IdentificationProblem):
             raise IdentificationError(
                 f"estimator '{self.name}': fit takes an IdentificationProblem, got {type(problem).__name__}"
             )
-        params = self.get_params()
+        params = self.given_params()
         type(self).from_options(**params)  # validate options set after construction too
         self.check_structure(problem.structure)
         t0 = time.perf_counter()
@@ -103,6 +120,7 @@ class Estimator(Registrable):
             )
         model.estimator = self.name
         model.options = params
+        self.resolved_params_ = self.resolved_params(model)
         model.diagnostics.setdefault("fit_time_s", elapsed)
         model.diagnostics.setdefault("deadband_rows_removed", list(problem.deadband_rows_removed))
         return model
