@@ -6,7 +6,7 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import BaseParameterModel, Estimator
 from robotid_sim.identification.online import ReplayOptions, problem_stream, replay
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 
 class AdalineEstimator(Estimator):

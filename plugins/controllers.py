@@ -8,7 +8,7 @@ from __future__ import annotations
 from robotid_sim.control import PD, PID, ComputedTorque, ComputedTorquePD, Feedforward
 from robotid_sim.hookspecs import hookimpl
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 
 @hookimpl

@@ -22,7 +22,7 @@ from typing import Any
 
 from robotid_sim.hookspecs import hookimpl
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: built-in excitation types; each is built by ``robotid_sim.excitation.from_config.build_<type>``
 EXCITATION_TYPES: tuple[str, ...] = (

@@ -10,7 +10,7 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import BaseParameterModel, Estimator
 from robotid_sim.identification.online import ReplayOptions, problem_stream, replay
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: a final estimate above this fraction of its bound is reported as pressed against it
 BOUND_WARNING = 0.95

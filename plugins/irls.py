@@ -23,7 +23,7 @@ from robotid_sim.identification import (
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, standard_consistency
 from robotid_sim.identification.metrics import robust_std
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: ``diagnostics['stop_reason']`` values
 STOP_SETTLED = "the rejected set did not change"

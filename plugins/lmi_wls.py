@@ -10,7 +10,7 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import Estimator, StandardParameterModel, per_joint_variance
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, physical_options, standard_consistency
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 
 class LMIWLSEstimator(Estimator):

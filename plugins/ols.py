@@ -7,7 +7,7 @@ from pydantic import Field
 from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 
 class OLSEstimator(Estimator):

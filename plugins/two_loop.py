@@ -13,7 +13,7 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import Estimator, History, IdentificationProblem, StandardParameterModel
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, physical_options, standard_consistency
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 #: friction laws whose coefficients are those of seed 001 Eq. 5 (fc, fv, S)
 FRICTION_LAWS = ("nonlinear", "coulomb_viscous")

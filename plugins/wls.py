@@ -14,7 +14,7 @@ from robotid_sim.identification import (
 )
 from robotid_sim.identification.least_squares import per_group_joint_variance
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 
 class WLSEstimator(Estimator):

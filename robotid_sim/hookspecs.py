@@ -39,7 +39,7 @@ handed to plugins (``Estimator``, ``IdentificationProblem``, ``IdentifiedModel``
 ``Plant``, ``Reference``, ``NoiseModel``, ``Excitation``). A plugin module declares the version
 it was written for in a module attribute named :data:`PLUGIN_API_ATTRIBUTE`::
 
-    ROBOTID_SIM_PLUGIN_API = "1.0"
+    ROBOTID_SIM_PLUGIN_API = "2.0"
 
 The policy (``docs/plugins.md``, "Plugin-API versions"): the **major** number changes when a
 change can break a working plugin (a hook removed or renamed, an argument or a registered
@@ -65,7 +65,7 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 #: version of the plugin API defined here, ``"MAJOR.MINOR"``: MAJOR changes break plugins, MINOR ones only add
-PLUGIN_API_VERSION = "1.1"
+PLUGIN_API_VERSION = "2.0"
 #: module attribute in which a plugin declares the plugin-API version it targets (``"1"`` or ``"1.0"``)
 PLUGIN_API_ATTRIBUTE = "ROBOTID_SIM_PLUGIN_API"
 

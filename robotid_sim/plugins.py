@@ -18,7 +18,7 @@ Loading (done once, lazily, by :func:`get_plugin_manager`):
    ``register_estimator``) marks its plugin broken.
 
 Plugin-API versions: a plugin module may declare the plugin-API version it targets
-(``ROBOTID_SIM_PLUGIN_API = "1.1"``, see :mod:`robotid_sim.hookspecs`). The module is imported
+(``ROBOTID_SIM_PLUGIN_API = "2.0"``, see :mod:`robotid_sim.hookspecs`). The module is imported
 to read it; when it is incompatible with :data:`~robotid_sim.hookspecs.PLUGIN_API_VERSION` (a
 different major version, or a newer minor one) the plugin is recorded as broken with both
 versions named and is never registered: none of its hooks is ever called.

@@ -228,19 +228,18 @@ def test_plugin_names_are_derived_from_the_name():
     ("declared", "compatible"),
     [
         (None, True),
-        ("1", True),
-        ("1.0", True),
-        (" 1.0 ", True),
-        ("2.0", False),
-        ("0.9", False),
-        ("1.1", True),
-        ("1.2", False),  # newer minor than the host's 1.1: it may use what 1.2 added
-        ("one", False),
-        (1.0, False),
+        ("2", True),
+        ("2.0", True),
+        (" 2.0 ", True),
+        ("1.1", False),  # 2.0 broke 1.x plugins: options only through a nested Options class, name from the class
+        ("3.0", False),
+        ("2.1", False),  # newer minor than the host's 2.0: it may use what 2.1 added
+        ("two", False),
+        (2.0, False),
     ],
 )
 def test_plugin_api_compatibility_is_same_major_and_no_newer_minor(declared, compatible):
-    assert PLUGIN_API_VERSION == "1.1"
+    assert PLUGIN_API_VERSION == "2.0"
     assert (plugin_api_problem(declared) is None) is compatible
 
 
@@ -252,7 +251,7 @@ def test_a_plugin_registered_directly_is_version_checked_too():
     from robotid_sim.plugins import estimators, get_plugin_manager
 
     class Future:
-        ROBOTID_SIM_PLUGIN_API = "2.0"
+        ROBOTID_SIM_PLUGIN_API = "3.0"
 
         @hookimpl
         def register_estimators(self, register):
@@ -263,7 +262,7 @@ def test_a_plugin_registered_directly_is_version_checked_too():
 
     pm = get_plugin_manager()
     with pytest.raises(
-        PluginError, match=r"plugin 'future' cannot be loaded: it is written for robotid_sim plugin API 2.0"
+        PluginError, match=r"plugin 'future' cannot be loaded: it is written for robotid_sim plugin API 3.0"
     ):
         pm.register(Future(), name="future")
     assert not pm.has_plugin("future") and "from_the_future" not in estimators()
@@ -286,11 +285,11 @@ def test_builtin_plugins_declare_the_current_plugin_api_version():
 
 @pytest.fixture()
 def incompatible_plugin(tmp_path, monkeypatch):
-    """A generated estimator plugin edited to declare plugin API 2.0, installed as a distribution on sys.path."""
+    """A generated estimator plugin edited to declare plugin API 3.0, installed as a distribution on sys.path."""
     folder = new_plugin("future_ls", "estimator", tmp_path / "src")
     module = folder / "robotid_sim_future_ls" / "__init__.py"
     text = module.read_text()
-    text = text.replace(f'ROBOTID_SIM_PLUGIN_API = "{PLUGIN_API_VERSION}"', 'ROBOTID_SIM_PLUGIN_API = "2.0"')
+    text = text.replace(f'ROBOTID_SIM_PLUGIN_API = "{PLUGIN_API_VERSION}"', 'ROBOTID_SIM_PLUGIN_API = "3.0"')
     # a hook that must never run: an incompatible plugin is never registered
     module.write_text(text + '\n\n@hookimpl\ndef register_robots(register):\n    raise RuntimeError("called")\n')
     site_dir = tmp_path / "site"
@@ -312,9 +311,9 @@ def incompatible_plugin(tmp_path, monkeypatch):
 def test_plugin_for_an_incompatible_api_version_is_refused_naming_both_versions(incompatible_plugin, capsys):
     infos = {info.name: info for info in plugins.list_plugins()}
     info = infos["future_ls"]
-    assert info.status == "broken" and info.api_version == "2.0"
+    assert info.status == "broken" and info.api_version == "3.0"
     assert (info.distribution, info.version) == ("robotid-sim-future-ls", "0.3")
-    assert "written for robotid_sim plugin API 2.0" in info.error
+    assert "written for robotid_sim plugin API 3.0" in info.error
     assert f"this robotid_sim provides plugin API {PLUGIN_API_VERSION}" in info.error
     assert not plugins.get_plugin_manager().has_plugin("future_ls")  # never registered, its hooks never called
     assert "future_ls" not in plugins.estimators()
@@ -324,10 +323,10 @@ def test_plugin_for_an_incompatible_api_version_is_refused_naming_both_versions(
 
     assert main(["plugins", "--json"]) == 0
     row = {r["name"]: r for r in json.loads(capsys.readouterr().out)["plugins"]}["future_ls"]
-    assert row["status"] == "broken" and row["api_version"] == "2.0" and "plugin API 2.0" in row["error"]
+    assert row["status"] == "broken" and row["api_version"] == "3.0" and "plugin API 3.0" in row["error"]
     assert main(["plugins"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "broken plugin 'future_ls'" in out and "plugin API 2.0" in out and f"plugin API {PLUGIN_API_VERSION}" in out
+    assert "broken plugin 'future_ls'" in out and "plugin API 3.0" in out and f"plugin API {PLUGIN_API_VERSION}" in out
 
 
 def test_plugins_json_lists_the_builtins_with_their_api_version(capsys):

@@ -14,7 +14,7 @@ from robotid_sim_plugins.auto_features.estimator import AutoFeaturesEstimator
 
 from robotid_sim.hookspecs import hookimpl
 
-ROBOTID_SIM_PLUGIN_API = "1.1"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 __all__ = ["AutoFeaturesEstimator"]
 

@@ -126,7 +126,7 @@ class Estimator(Registrable):
         return model
 
     def check_structure(self, structure) -> None:
-        """Refuse options that do not fit the robot, before any data exists (plugin API 1.1).
+        """Refuse options that do not fit the robot, before any data exists (plugin API 1.1; unchanged in 2.0).
 
         Called by a scenario run while it prepares, before anything is simulated or read, with the structure
         the estimators will be given (the robot's, with the scenario's friction law), and by :meth:`fit`.
