@@ -17,6 +17,13 @@ import robotid_sim as rid  # noqa: E402
 BUNDLED = ["planar3r", "scara", "three_axis", "prrrp", "hyper9"]
 
 
+@pytest.fixture(autouse=True)
+def _cli_width_off_a_terminal(monkeypatch):
+    """In-process CLI output is printed as off a terminal (160 columns) whatever COLUMNS the test runner exports
+    (pytest-xdist's workers inherit the controller's terminal width)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture()
 def fresh_plugin_manager(monkeypatch):
     """The test starts and ends with a plugin manager loaded from scratch, all plugins allowed (a module that
