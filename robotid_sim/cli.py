@@ -324,13 +324,20 @@ def cmd_identify(args) -> int:
     import robotid_sim as rid
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
-    from robotid_sim.sim.logs import load_logs, parse_log_source, preprocess
+    from robotid_sim.signal.preprocess import preprocess
+    from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, per_experiment
 
     parse_scenario({**scenario, "data": None}, "identify")  # every field checked before the work
     fitters = [get_estimator(name).from_options(**options) for name in estimators]
     robot = rid.load_robot(args.robot, sidecar=args.sidecar, lock_joints=scenario["lock_joints"] or None)
     sources = [parse_log_source({**layout, "path": path}, "--layout") for path in args.data]
-    ds, notes = preprocess(load_logs(sources, robot), lowpass_hz=args.lowpass, differentiate=args.differentiate)
+    ds, notes = preprocess(
+        load_logs(sources, robot),
+        per_experiment=per_experiment,
+        experiments=experiments,
+        lowpass_hz=args.lowpass,
+        differentiate=args.differentiate,
+    )
     for note in notes:
         _out().print(f"[dim]{note}[/]")
     problem = IdentificationProblem(robot, ds, velocity_deadband=args.deadband)

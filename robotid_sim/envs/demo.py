@@ -142,17 +142,17 @@ def run_rl_demo(
     if timesteps < 1 or num_envs < 1 or episodes < 1:
         raise ConfigError(f"timesteps, num_envs and episodes must be >= 1, got {timesteps}, {num_envs}, {episodes}")
     from robotid_sim.robot import load_robot
-    from robotid_sim.scenario.runner import _build_run_folder, _output_root
+    from robotid_sim.run_folder import build_run_folder, output_root
 
     arm = load_robot(robot)
-    root = _output_root(out_dir)
+    root = output_root(out_dir)
     report = progress or (lambda *_: None)
 
     def write(run_dir: Path) -> None:
         result, curves = _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir, report)
         _write_outputs(run_dir, result, curves)
 
-    return _build_run_folder(root, f"rl_demo_{arm.name}", write)
+    return build_run_folder(root, f"rl_demo_{arm.name}", write)
 
 
 def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir: Path, report: Progress):

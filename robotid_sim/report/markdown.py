@@ -28,6 +28,7 @@ from robotid_sim.report.tables import (
     closed_loop_rows,
     comparison_rows,
     consistency_rows,
+    diagnostic_rows,
     per_joint_rows,
     relative_error_rows,
     segmentation_summary,
@@ -81,6 +82,10 @@ _ACCELERATION_HINT = (
     "Accelerations M(q)⁻¹(τ − h(q, qd)) of each model (its mass matrix and bias rebuilt from the identified "
     "parameters, seed 003 §3.3) under the validation torque against the recorded ones (a simulation's noise-free "
     "signals, else the measured ones): RMS (rad/s² or m/s²) and RSD. Lowest value per row"
+)
+_DIAGNOSTICS_HINT = (
+    "What each estimator's model reported about its fit (its diagnostics: iterations, rejected samples, rows "
+    "removed by the velocity dead-band, ...), as in metrics.json"
 )
 _STEPS_HINT = (
     "One step per joint, in the order the joints moved; each adds the base parameters the moving joint excites, "
@@ -244,6 +249,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += ["## Forward dynamics (seed 003 §3.3)", ""]
         out += _md_table(headers, rows, text_columns=(0, 1))
         out += ["", f"{_md_escape(_ACCELERATION_HINT)} in **bold**.", ""]
+
+    headers, rows = diagnostic_rows(result)
+    if rows:
+        out += ["## Diagnostics", ""]
+        out += _md_table(headers, rows, text_columns=(0, 1))
+        out += ["", _md_escape(_DIAGNOSTICS_HINT), ""]
 
     for outcome in sequential_outcomes(result):
         headers, rows = sequential_step_rows(outcome, list(result.joint_names))
@@ -457,6 +468,12 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         out.append("<h2>Forward dynamics (seed 003 §3.3)</h2>")
         out += _html_table(headers, rows, text_columns=(0, 1))
         out.append(f'<p class="hint">{_esc(_ACCELERATION_HINT)} highlighted.</p>')
+
+    headers, rows = diagnostic_rows(result)
+    if rows:
+        out.append("<h2>Diagnostics</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 1))
+        out.append(f'<p class="hint">{_esc(_DIAGNOSTICS_HINT)}</p>')
 
     for outcome in sequential_outcomes(result):
         headers, rows = sequential_step_rows(outcome, list(result.joint_names))

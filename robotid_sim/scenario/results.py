@@ -52,7 +52,7 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     truth = _truth_table(run_dir)
     truth_names = [name for name, _, _ in truth]
     truth_values = np.array([value for _, _, value in truth])
-    from robotid_sim.scenario.runner import (
+    from robotid_sim.identification.validation import (
         OPEN_LOOP_FILE,
         OpenLoopReference,
         forward_dynamics_validation,

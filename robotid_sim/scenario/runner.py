@@ -10,32 +10,18 @@ the ``closed_loop`` section (its controllers, options, models, reference and cos
 estimate and the limit unless ``simulation.allow_large: true``). Then the output folder must be creatable and
 hold the data files. A scenario refused there leaves nothing on disk.
 
-The run is built in a hidden ``.partial-*`` folder and renamed to its final name only when
-everything is written, so a failed run never leaves a folder that looks complete, and a run
-never overwrites an earlier one. An interrupted run (Ctrl-C, or SIGTERM as sent by ``timeout``, CI runners
-and ``kill``) removes its partial folder before exiting (SIGTERM exits with status 143). A run killed
-outright (SIGKILL, out of memory) cannot; each partial folder therefore records its owner (process id,
-process start time, host) in a ``.owner`` file, and every run first removes the partial folders under its
-output folder whose owner process on this host is no longer running, saying so in a warning (those of a
-live run, or of another host, are left alone; one without an owner record is removed once untouched for
-24 hours).
+The run is built by :func:`robotid_sim.run_folder.build_run_folder` (a ``.partial-*`` folder renamed at the end,
+removed on failure, SIGTERM or Ctrl-C).
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import json
 import logging
-import os
 import shutil
-import signal
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
-from datetime import datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +36,14 @@ from robotid_sim.identification import (
     StandardParameterModel,
 )
 from robotid_sim.identification import metrics as M
-from robotid_sim.identification.lmi import model_consistency
+from robotid_sim.identification.evaluation import evaluate
 from robotid_sim.identification.problem import check_data_matches_robot
-from robotid_sim.identification.validation import TrajectoryError, rollout
+from robotid_sim.identification.validation import (
+    OPEN_LOOP_FILE,
+    open_loop_reference,
+    rollout,
+    validation_reference,
+)
 from robotid_sim.plugins import get_estimator
 from robotid_sim.report import (
     EstimatorOutcome,
@@ -63,13 +54,21 @@ from robotid_sim.report import (
     write_report,
 )
 from robotid_sim.robot import load_robot
+from robotid_sim.run_folder import build_run_folder, existing_ancestor, output_root
 from robotid_sim.safety import safe_name
 from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
 from robotid_sim.scenario.closed_loop import ClosedLoopPlan, prepare_closed_loop, run_closed_loop_plan
-from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE, ClosedLoopStudy, Scenario, load_scenario
-from robotid_sim.signal import period_average
-from robotid_sim.sim.dataset import Dataset, Signals
-from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, preprocess
+from robotid_sim.scenario.schema import (
+    CAD_LABEL,
+    CLOSED_LOOP_FILE,
+    ClosedLoopStudy,
+    PreprocessingConfig,
+    Scenario,
+    load_scenario,
+)
+from robotid_sim.signal.preprocess import period_samples, preprocess
+from robotid_sim.sim.dataset import Dataset
+from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, per_experiment
 from robotid_sim.sim.simulate import (
     GENERIC_EXCITATION,
     generic_excitation_limits,
@@ -82,8 +81,6 @@ from robotid_sim.sim.simulate import (
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
-
-DEFAULT_RUNS_DIR = Path("runs")
 
 
 def bundled_scenarios() -> dict[str, Path]:
@@ -109,169 +106,6 @@ def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
     if str(name_or_path) in bundled:
         return bundled[str(name_or_path)]
     raise ConfigError(f"scenario '{name_or_path}' is neither a file nor a bundled scenario ({', '.join(bundled)})")
-
-
-#: prefix of the folder a run is built in
-PARTIAL_PREFIX = ".partial-"
-#: file in a partial folder naming the process that builds it
-OWNER_FILE = ".owner"
-#: a partial folder without a readable owner record is stale once untouched this long (seconds)
-UNOWNED_STALE_AFTER_S = 24 * 3600.0
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time in clock ticks since boot) of process ``pid`` from Linux ``/proc``, or None."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-        fields = text[text.rindex(")") + 2 :].split()
-        return fields[0], int(fields[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _process_start(pid: int) -> int | None:
-    """The start time of process ``pid`` in clock ticks since boot (Linux), or None if unknown."""
-    stat = _proc_stat(pid)
-    return None if stat is None else stat[1]
-
-
-def _owner_record() -> dict[str, Any]:
-    pid = os.getpid()
-    return {
-        "pid": pid,
-        "start": _process_start(pid),
-        "host": socket.gethostname(),
-        "created": datetime.now().isoformat(timespec="seconds"),
-    }
-
-
-def _alive(pid: int, start: int | None) -> bool:
-    """Whether process ``pid`` (started at ``start`` ticks, when known) still runs on this host."""
-    if os.name == "nt":
-        return True  # os.kill(pid, 0) would terminate the process there: never probe, never remove
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        pass  # exists but belongs to another user (PermissionError), or cannot tell: assume alive
-    stat = _proc_stat(pid)
-    if stat is not None:
-        state, started = stat
-        if state in ("Z", "X"):
-            return False  # killed, not yet reaped by its parent
-        if start is not None and started != start:
-            return False  # the id was reused by a newer process
-    return True
-
-
-def _stale_reason(partial: Path) -> str | None:
-    """Why ``partial`` is a leftover of a run that no longer runs, or None to leave it."""
-    try:
-        with open(partial / OWNER_FILE, "rb") as fh:
-            owner = json.loads(fh.read(4096))
-    except (OSError, ValueError):
-        owner = None
-    pid = owner.get("pid") if isinstance(owner, dict) else None
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        try:
-            idle = time.time() - partial.stat().st_mtime
-        except OSError:
-            return None
-        if idle > UNOWNED_STALE_AFTER_S:
-            return f"no owner record, untouched for {idle / 3600:.0f} h"
-        return None
-    if owner.get("host") != socket.gethostname():
-        return None  # another machine's run (shared folder): we cannot tell whether it still runs
-    start = owner.get("start")
-    if _alive(pid, start if isinstance(start, int) and not isinstance(start, bool) else None):
-        return None
-    return f"its run, process {pid}, is no longer running"
-
-
-def remove_stale_partials(root: str | Path) -> list[Path]:
-    """Remove the ``.partial-*`` folders under ``root`` left by runs that were killed (module docstring).
-
-    A folder whose owner process (``.owner``: pid, start time, host) still runs on this host, or that belongs
-    to another host, is left alone. Each removal is logged as a warning naming the folder.
-
-    Returns:
-        The folders removed.
-    """
-    root = Path(root)
-    try:
-        entries = sorted(root.iterdir())
-    except OSError:
-        return []
-    removed = []
-    for path in entries:
-        if not path.name.startswith(PARTIAL_PREFIX) or path.is_symlink() or not path.is_dir():
-            continue
-        reason = _stale_reason(path)
-        if reason is None:
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
-            log.warning("removed the partial run folder %s left by an interrupted run (%s)", path, reason)
-            removed.append(path)
-    return removed
-
-
-def _new_run_dir(root: Path, name: str) -> tuple[Path, Path]:
-    """(partial dir created now with its owner record, final dir name reserved); never an existing folder."""
-    safe_name(name, "scenario name")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the output folder {root}: {exc.strerror or exc}") from None
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    for k in range(1000):
-        final = root / (f"{name}-{stamp}" if k == 0 else f"{name}-{stamp}-{k}")
-        partial = root / f"{PARTIAL_PREFIX}{final.name}"
-        if final.exists() or partial.exists():
-            continue
-        try:
-            partial.mkdir()
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise ConfigError(f"cannot create a run folder in {root}: {exc.strerror or exc}") from None
-        try:
-            (partial / OWNER_FILE).write_text(json.dumps(_owner_record()) + "\n")
-        except BaseException as exc:
-            shutil.rmtree(partial, ignore_errors=True)
-            if isinstance(exc, OSError):
-                raise ConfigError(f"cannot write into the run folder {partial}: {exc.strerror or exc}") from None
-            raise
-        return partial, final
-    raise ConfigError(f"could not find a free run folder name under {root}")
-
-
-@contextlib.contextmanager
-def _sigterm_raises_system_exit() -> Iterator[None]:
-    """While inside, SIGTERM raises ``SystemExit(143)`` so that clean-up code runs (main thread only).
-
-    Installed only where SIGTERM has its default action (which would kill the process without clean-up);
-    an application's own handler, or an ignored SIGTERM, is left as it is. The previous handler is
-    restored on exit. After the first SIGTERM further ones are ignored, so they cannot cut the clean-up.
-    """
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) not in (
-        signal.SIG_DFL,
-        None,
-    ):
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def terminate(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _validation_excitation(scenario: Scenario, robot):
@@ -310,57 +144,16 @@ def _reseed(config, offset: int = 1000):
     return config
 
 
-def _preprocess(ds, cfg):
-    """Apply the scenario's preprocessing to the measured signals (SPEC §7), in this order:
-    period averaging (seed 001 §5), zero-phase low-pass, differentiation; the last two within each
-    experiment (:func:`robotid_sim.sim.logs.preprocess`), never across the join of two recordings."""
-    notes = []
-    if cfg.period_average is not None:
-        ds = _average_periods(ds, cfg.period_average)
-        notes.append(f"{cfg.period_average} periods averaged into one (seed 001 §5)")
-    ds, more = preprocess(ds, lowpass_hz=cfg.lowpass_hz, differentiate=cfg.differentiate)
-    return ds, notes + list(more)
-
-
-def _period_samples(excitation: dict, sample_dt: float, n_samples: int, periods: int) -> int:
-    """Samples per period for ``preprocessing.period_average``; ConfigError unless ``periods`` whole periods fit."""
-    if excitation.get("type") != "fourier" or "omega_f" not in excitation:
-        raise ConfigError(
-            f"preprocessing.period_average needs a periodic (fourier) excitation, got '{excitation.get('type')}'"
-        )
-    samples = 2 * np.pi / float(excitation["omega_f"]) / sample_dt
-    if abs(samples - round(samples)) > 1e-6 * samples:
-        raise ConfigError(
-            f"preprocessing.period_average: the period ({samples:.4g} samples) is not a whole number of "
-            "samples; choose rate_hz so that rate_hz / base_frequency is an integer"
-        )
-    samples = int(round(samples))
-    if n_samples < periods * samples:
-        raise ConfigError(
-            f"preprocessing.period_average = {periods} but the data holds {n_samples / samples:.2f} periods; "
-            "set excitation.periods (or simulation.duration) to cover them"
-        )
-    return samples
-
-
-def _average_periods(ds, periods: int):
-    """The mean of the first ``periods`` periods of a dataset recorded on a Fourier excitation."""
-    samples = _period_samples(ds.metadata.get("excitation", {}), ds.dt, ds.n_samples, periods)
-    part = ds.slice(0, periods * samples)
-
-    def mean(x):
-        return period_average(x, samples)
-
-    truth = None if part.truth is None else Signals(*(mean(getattr(part.truth, k)) for k in ("q", "qd", "qdd", "tau")))
-    return type(ds)(
-        part.t[:samples],
-        mean(part.q),
-        mean(part.qd),
-        mean(part.qdd),
-        mean(part.tau),
-        truth=truth,
-        joint_names=list(ds.joint_names),
-        metadata={**ds.metadata, "period_averaged": periods},
+def preprocess_dataset(ds, cfg: PreprocessingConfig):
+    """The scenario's ``preprocessing`` applied to a dataset (:func:`robotid_sim.signal.preprocess.preprocess`:
+    period averaging, then low-pass and differentiation within each experiment); ``(dataset, notes)``."""
+    return preprocess(
+        ds,
+        per_experiment=per_experiment,
+        experiments=experiments,
+        lowpass_hz=cfg.lowpass_hz,
+        differentiate=cfg.differentiate,
+        period_average=cfg.period_average,
     )
 
 
@@ -505,7 +298,7 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     pre = sc.preprocessing
     _check_lowpass(pre.lowpass_hz, sim.rate_hz, "simulation.rate_hz")
     if pre.period_average is not None:
-        _period_samples(excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average)
+        period_samples(excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average)
     budget = estimate_run(ident_cost, val_cost, n_base, forms_regressor=forms_regressor)
     budget.check(allow_large=sim.allow_large)
     # after the budget: checking the limits evaluates the whole trajectory
@@ -561,13 +354,6 @@ def _check_lowpass(lowpass_hz: float | None, rate_hz: float, what: str) -> None:
         )
 
 
-def _existing_ancestor(path: Path) -> Path:
-    path = path.absolute()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
 def run_scenario(
     scenario: str | Path | Scenario | None = None,
     out_dir: str | Path | None = None,
@@ -576,9 +362,9 @@ def run_scenario(
 ) -> Path:
     """Run a scenario and return the new run folder.
 
-    Everything is checked first (:func:`prepare_run`); then stale partial folders under ``out_dir`` are
-    removed (:func:`remove_stale_partials`) and the run is built in a ``.partial-*`` folder, renamed at the
-    end (module docstring).
+    Everything is checked first (:func:`prepare_run`); then the run folder is built under ``out_dir`` by
+    :func:`robotid_sim.run_folder.build_run_folder` (stale partial folders removed first; a ``.partial-*``
+    folder renamed at the end).
 
     Args:
         scenario: a path, a bundled scenario name, a :class:`Scenario`, or None (the default).
@@ -597,42 +383,15 @@ def run_scenario(
         path = resolve_scenario_path(scenario)
         sc, base_dir = load_scenario(path), path.parent
     plan = prepare_run(sc, base_dir)
-    root = _output_root(out_dir)
+    root = output_root(out_dir)
     try:
-        free = shutil.disk_usage(_existing_ancestor(root)).free
+        free = shutil.disk_usage(existing_ancestor(root)).free
     except OSError:
         free = None
     if free is not None:
         plan.budget.check_disk(free, root)
     report = progress or (lambda *_: None)
-    return _build_run_folder(root, sc.name, lambda partial: _run(plan, partial, report, on_estimator_done))
-
-
-def _output_root(out_dir: str | Path | None) -> Path:
-    """The parent folder of the run folder (default ``./runs``); ConfigError if it is a file."""
-    root = Path(out_dir) if out_dir is not None else DEFAULT_RUNS_DIR
-    if root.exists() and not root.is_dir():
-        raise ConfigError(f"the output folder {root} exists and is not a folder")
-    return root
-
-
-def _build_run_folder(root: Path, name: str, write: Callable[[Path], None]) -> Path:
-    """Remove stale partial folders under ``root``, let ``write`` fill a new ``.partial-*`` folder, and rename it
-    to its final name (module docstring); on any failure or interruption the partial folder is removed."""
-    remove_stale_partials(root)
-    with _sigterm_raises_system_exit():
-        partial, final = _new_run_dir(root, name)
-        try:
-            write(partial)
-            (partial / OWNER_FILE).unlink()
-            partial.rename(final)
-        except BaseException as exc:
-            shutil.rmtree(partial, ignore_errors=True)
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
-                log.warning("run interrupted: removed its partial folder %s", partial)
-            raise
-    log.info("run written to %s", final)
-    return final
+    return build_run_folder(root, sc.name, lambda partial: _run(plan, partial, report, on_estimator_done))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -693,7 +452,7 @@ def run_closed_loop_study(
             is written then.
     """
     plan = study if isinstance(study, ClosedLoopStudyPlan) else prepare_closed_loop_study(study, base_dir)
-    root = _output_root(out_dir)
+    root = output_root(out_dir)
     report = progress or (lambda *_: None)
     robot = plan.robot
 
@@ -721,17 +480,17 @@ def run_closed_loop_study(
         )
         write_report(run_dir, result)
 
-    return _build_run_folder(root, plan.study.name, write)
+    return build_run_folder(root, plan.study.name, write)
 
 
 def _run(plan: RunPlan, run_dir: Path, report: Progress, on_done) -> None:
     sc = plan.scenario
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.model_dump(mode="json"), sort_keys=False))
     ds, ds_val = plan.recorded if plan.recorded is not None else _simulate(plan, report)
-    ds_ident, notes = _preprocess(ds, sc.preprocessing)
+    ds_ident, notes = preprocess_dataset(ds, sc.preprocessing)
     if plan.recorded is not None and (sc.preprocessing.lowpass_hz is not None or sc.preprocessing.differentiate):
         # recorded validation data gets the same treatment; data/validation.npz holds it as evaluated
-        ds_val, _ = _preprocess(ds_val, sc.preprocessing)
+        ds_val, _ = preprocess_dataset(ds_val, sc.preprocessing)
         notes.append("the validation recordings were preprocessed the same way (data/validation.npz holds them so)")
     (run_dir / "data").mkdir()
     ds.save(run_dir / "data" / "identification.npz")
@@ -793,7 +552,7 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     truth = robot.base_parameters()
     truth_table = truth.table() if simulated else []
     tau_val_true = ds_val.truth.tau if simulated else None
-    torque_scale = _torque_scales(robot, ds_val.tau)
+    effort_limits = np.array([j.effort_limit for j in robot.joints], float)
     outcomes: list[EstimatorOutcome] = []
     without_forward: list[str] = []
     failed: list[tuple[Failure, Exception]] = []  # estimators whose fit raised
@@ -825,46 +584,17 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
                 log.warning("estimator '%s' failed: %s: %s", label, type(exc).__name__, exc)
                 continue
         model_path = model.save(run_dir / "models" / f"{safe_name(label, 'estimator label')}.json")
-        pred = model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd)
-        rms = M.torque_rms(ds_val.tau, pred)
-        metrics: dict = {
-            "torque_rms": rms.tolist(),
-            "torque_rms_total": float(M.torque_rms_total(ds_val.tau, pred)),
-            "torque_rms_vs_truth_total": float(M.torque_rms_total(tau_val_true, pred)) if simulated else None,
-            "torque_nrms_range_pct": (100.0 * rms / torque_scale["range"]).tolist(),
-            "torque_nrms_limit_pct": _percent(rms, torque_scale["limit"]),
-            "rsd": M.rsd(ds_val.tau, pred).tolist(),
-            "agreement_index": M.agreement_index(ds_val.tau, pred).tolist(),
-            "fit_time_s": float(model.diagnostics.get("fit_time_s", np.nan)) if estimator is not None else None,
-            "condition_number": float(condition),
-        }
-        consistency = model_consistency(model)
-        if consistency is not None:
-            metrics["physically_consistent"] = float(consistency.consistent)
-            metrics["link_min_eigenvalue"] = [
-                float(v) if np.isfinite(v) else None for v in consistency.link_min_eigenvalue
-            ]
-        if isinstance(model, LinearParameterModel) and simulated:
-            # against the true values of the model's own base parameters (its friction law may have fewer
-            # coefficients than the truth's)
-            truth_base = _values_by_name(truth, model.structure.base_parameters().names)
-            metrics["base_parameter_error"] = float(M.relative_parameter_error(model.base_values(), truth_base))
-        forward = forward_dynamics_validation(model, ds_val, open_loop)
-        if forward.acceleration_rms is None:
+        evaluation = evaluate(
+            model,
+            ds_val,
+            truth=truth if simulated else None,
+            open_loop=open_loop,
+            effort_limits=effort_limits,
+            condition_number=condition,
+        )
+        metrics, pred, forward = evaluation.metrics, evaluation.tau_predicted, evaluation.forward
+        if not evaluation.has_forward_dynamics:
             without_forward.append(label)
-        else:
-            metrics["acceleration_rms"] = forward.acceleration_rms.tolist()
-            metrics["acceleration_rsd"] = forward.acceleration_rsd.tolist()
-        if open_loop is not None and model.has_forward_dynamics:
-            err = TrajectoryError.between(forward.q_open_loop, open_loop.q_reference)  # the rollout just made
-            metrics["trajectory_rms"] = err.rms.tolist()
-            metrics["trajectory_rms_total"] = float(np.sqrt(np.mean(err.rms**2)))
-            metrics["trajectory_rsd"] = err.rsd.tolist()
-            metrics["trajectory_agreement_index"] = err.agreement_index.tolist()
-            metrics["trajectory_max_error"] = [float(x) if np.isfinite(x) else None for x in forward.max_error]
-        for key in REPORTED_DIAGNOSTICS:
-            if key in model.diagnostics:
-                metrics[key] = model.diagnostics[key]
         outcome = _outcome(
             label, model, truth if simulated else None, metrics, pred, str(model_path.relative_to(run_dir))
         )
@@ -973,123 +703,6 @@ def _study(plan: RunPlan, run_dir: Path, ds, ds_ident, ds_val, notes: list[str],
     write_report(run_dir, result)
 
 
-#: the open-loop validation's reference, in a run folder (read back by ``robotid-sim report``)
-OPEN_LOOP_FILE = "data/open_loop.npz"
-
-
-@dataclasses.dataclass(frozen=True)
-class OpenLoopReference:
-    """The open-loop validation of a run (SPEC §9, seed 003 Fig. 12–14): every model is simulated from the
-    reference's first state under the reference torque, and compared with the reference motion.
-
-    Attributes:
-        t: (K,) time from the start of the rollout (s).
-        q_reference: (K, n) the reference motion: the true robot's rollout (simulation) or the measured one.
-        q0, qd0: (n,) the first state; tau: (K, n) the torque, held over each interval dt (s).
-    """
-
-    t: np.ndarray
-    q_reference: np.ndarray
-    q0: np.ndarray
-    qd0: np.ndarray
-    tau: np.ndarray
-    dt: float
-
-    def save(self, path: Path) -> None:
-        np.savez(path, **{k: np.asarray(v, float) for k, v in dataclasses.asdict(self).items()})
-
-    @classmethod
-    def load(cls, path: Path) -> OpenLoopReference:
-        """Read :meth:`save`'s file. Raises DataError when it is damaged."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                fields = {f.name: np.asarray(data[f.name], float) for f in dataclasses.fields(cls)}
-        except (OSError, KeyError, ValueError) as exc:
-            raise DataError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
-        fields["dt"] = float(fields["dt"])
-        K, n = fields["q_reference"].shape if fields["q_reference"].ndim == 2 else (0, 0)
-        if K < 2 or fields["t"].shape != (K,) or fields["tau"].shape != (K, n) or fields["q0"].shape != (n,):
-            raise DataError(f"{path} is damaged (inconsistent shapes)")
-        return cls(**fields)
-
-
-@dataclasses.dataclass(frozen=True)
-class ForwardDynamicsValidation:
-    """A model's forward dynamics on the validation data (seed 003 §3.3, Fig. 12–14).
-
-    Attributes:
-        qdd: (N, n) accelerations M(q)⁻¹(τ − h(q, qd)) of the model under the validation torque
-            (:func:`validation_reference`), or None when its mass matrix is singular somewhere or the model has
-            no forward dynamics.
-        acceleration_rms, acceleration_rsd: (n,) against the recorded accelerations (inf when ``qdd`` is None);
-            None for a model without forward dynamics.
-        q_open_loop: (K, n) the model's open-loop motion under the reference torque (NaN after a divergence),
-            or None without an open-loop reference.
-        max_error: (n,) max |q_model − q_reference| over the horizon (rad or m; inf after a divergence); empty
-            without an open-loop reference.
-    """
-
-    qdd: np.ndarray | None
-    acceleration_rms: np.ndarray | None
-    acceleration_rsd: np.ndarray | None
-    q_open_loop: np.ndarray | None
-    max_error: np.ndarray
-
-
-def validation_reference(ds_val):
-    """The signals a model's forward dynamics is judged on: the noise-free ``truth`` of a simulation (so that
-    only the model differs, as in the open-loop validation; torque noise divided by a small inertia would
-    swamp the accelerations), else the measured ones."""
-    return ds_val.truth if ds_val.truth is not None else ds_val
-
-
-def open_loop_reference(robot, ds_val, horizon: float, *, simulated: bool) -> OpenLoopReference | None:
-    """The open-loop validation of ``horizon`` s: from the first state of ``ds_val``'s first experiment under its
-    torque, the true robot's motion (``simulated``: the robot's rollout from the noise-free ``truth``) or the
-    measured motion (recorded data); None when the horizon is under two samples or longer than that experiment."""
-    K = int(round(horizon / ds_val.dt))
-    first = _first_experiment(ds_val)
-    if not 1 < K <= first.stop - first.start:
-        return None
-    ref = ds_val.truth if simulated else ds_val
-    rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], ds_val.dt)
-    q_reference = rollout(robot.forward_dynamics, *rollout_args)[0] if simulated else ref.q[first][:K]
-    return OpenLoopReference(ds_val.t[first][:K] - ds_val.t[first.start], q_reference, *rollout_args)
-
-
-def forward_dynamics_validation(model, ds_val, open_loop: OpenLoopReference | None) -> ForwardDynamicsValidation:
-    """Accelerations of ``model`` under the validation torque against the recorded ones (both from
-    :func:`validation_reference`), and its open-loop rollout against ``open_loop``'s reference (seed 003 §3.3:
-    the minimal set rebuilt into M(q) and h(q, qd))."""
-    if not model.has_forward_dynamics:
-        return ForwardDynamicsValidation(None, None, None, None, np.zeros(0))
-    ref = validation_reference(ds_val)
-    n = ref.q.shape[1]
-    try:
-        qdd = np.asarray(model.forward_dynamics(ref.q, ref.qd, ref.tau), float)
-        if not np.all(np.isfinite(qdd)):
-            raise DataError("non-finite accelerations")
-        rms, rsd = M.rms_index(ref.qdd, qdd), M.rsd(ref.qdd, qdd)
-    except (DataError, np.linalg.LinAlgError):
-        qdd, rms, rsd = None, np.full(n, np.inf), np.full(n, np.inf)
-    if open_loop is None:
-        return ForwardDynamicsValidation(qdd, rms, rsd, None, np.zeros(0))
-    q_model = rollout(model.forward_dynamics, open_loop.q0, open_loop.qd0, open_loop.tau, open_loop.dt)[0]
-    with np.errstate(invalid="ignore", over="ignore"):
-        error = np.abs(q_model - open_loop.q_reference)
-        max_error = np.where(np.isfinite(error).all(axis=0), np.max(error, axis=0), np.inf)
-    return ForwardDynamicsValidation(qdd, rms, rsd, q_model, max_error)
-
-
-#: model diagnostics copied into ``metrics.json`` (and shown by the report when present)
-REPORTED_DIAGNOSTICS = (
-    "iterations",
-    "outliers_rejected",
-    "rejected_per_joint",
-    "rejected_fraction_per_joint",
-    "rejected_fraction",
-    "deadband_rows_removed",
-)
 #: a robust estimator rejecting more than this fraction of a joint's samples is flagged in the report
 REJECTION_WARNING_FRACTION = 0.05
 
@@ -1113,33 +726,8 @@ def _robust_notes(outcomes: list[EstimatorOutcome]) -> list[str]:
     return notes
 
 
-def _torque_scales(robot, tau: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-joint scales of the normalised RMS: the validation torque's range, and the URDF effort limit (or NaN)."""
-    span = np.ptp(tau, axis=0)
-    limit = np.array([j.effort_limit for j in robot.joints], float)
-    limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.nan)
-    return {"range": np.where(span > 0, span, np.nan), "limit": limit}
-
-
-def _percent(rms: np.ndarray, scale: np.ndarray) -> list[float | None] | None:
-    """100·rms/scale per joint, None where the scale is unknown; None when no joint has one."""
-    if not np.isfinite(scale).any():
-        return None
-    return [float(100.0 * r / s) if np.isfinite(s) else None for r, s in zip(rms, scale, strict=True)]
-
-
 def _friction_source(robot) -> str:
     return getattr(robot, "friction_source", None) or ("sidecar" if robot.sidecar is not None else "none")
-
-
-def _first_experiment(ds) -> slice:
-    return experiments(ds)[0][1]
-
-
-def _values_by_name(truth, names) -> np.ndarray:
-    """The true base values of the parameters ``names`` (each one of the truth's, as ``_model_structure`` checks)."""
-    values = dict(zip(truth.names, truth.true_values(), strict=True))
-    return np.array([values[n] for n in names])
 
 
 def _outcome(name: str, model, truth, metrics: dict, pred, model_path: str) -> EstimatorOutcome:

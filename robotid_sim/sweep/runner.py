@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.run_folder import output_root
 from robotid_sim.sweep import store
 from robotid_sim.sweep.config import SweepConfig, load_sweep_config, parse_sweep_config
 from robotid_sim.sweep.tasks import cell_identity, prepare_cell, run_cell, task_id
@@ -213,10 +214,7 @@ def _locate(sweep, out_dir, resume, base_dir) -> tuple[Path, SweepConfig, Path]:
         if not (run_dir / store.SWEEP_FILE).is_file():
             raise ConfigError(f"{resume} is not a sweep folder (it has no {store.SWEEP_FILE})")
     else:
-        root = Path(out_dir) if out_dir is not None else DEFAULT_SWEEPS_DIR
-        if root.exists() and not root.is_dir():
-            raise ConfigError(f"the output folder {root} exists and is not a folder")
-        run_dir = root / config.folder_name
+        run_dir = output_root(out_dir, DEFAULT_SWEEPS_DIR) / config.folder_name
     if base_dir is not None:
         base = Path(base_dir)
     else:
