@@ -25,7 +25,8 @@ def main() -> int:
     parser.add_argument("--keep", default=None, help="write the sweep folder here instead of a temporary one")
     args = parser.parse_args()
 
-    from robotid_sim.sweep import load_sweep_config, run_sweep
+    from robotid_sim.studies import run_sweep
+    from robotid_sim.sweep import load_sweep_config
     from robotid_sim.sweep.aggregate import read_table
 
     config = load_sweep_config("birdy")

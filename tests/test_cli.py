@@ -113,7 +113,7 @@ def test_malformed_yaml_is_reported(tmp_path, capsys):
 
 
 def test_a_run_that_fails_midway_leaves_no_complete_looking_folder(tmp_path, monkeypatch):
-    import robotid_sim.scenario.runner as runner
+    import robotid_sim.studies.run as runner
 
     def boom(*args, **kwargs):
         raise rid.IdentificationError("simulated failure while writing the report")

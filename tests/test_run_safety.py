@@ -29,9 +29,10 @@ from robotid_sim import run_folder
 from robotid_sim.cli import main
 from robotid_sim.errors import ConfigError
 from robotid_sim.scenario import budget as budget_module
-from robotid_sim.scenario import runner
+from robotid_sim.scenario import plan as runner
 from robotid_sim.scenario.budget import RunBudget, estimate_run, simulation_cost
 from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
+from robotid_sim.studies import run as study_run
 
 TINY = TINY_SCENARIO
 
@@ -286,7 +287,7 @@ def test_allow_large_lets_a_long_run_through_the_checks(monkeypatch):
 
 
 def test_a_run_whose_data_would_not_fit_on_the_disk_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 1000))
+    monkeypatch.setattr(study_run.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 1000))
     with pytest.raises(ConfigError, match=r"data files would take about .* but only 1 kB are free"):
         rid.run_scenario(_scenario(tmp_path), out_dir=tmp_path / "runs")
     assert not (tmp_path / "runs").exists()

@@ -11,10 +11,11 @@ import sys
 
 import pytest
 
+from robotid_sim.cli import add_sweep_parser, run_sweep_command
 from robotid_sim.errors import ConfigError
-from robotid_sim.sweep import load_sweep_config, parse_sweep_config, run_sweep
+from robotid_sim.studies import run_sweep
+from robotid_sim.sweep import load_sweep_config, parse_sweep_config
 from robotid_sim.sweep.aggregate import read_table
-from robotid_sim.sweep.cli import add_sweep_parser, run_sweep_command
 from robotid_sim.sweep.store import RESULTS_DIR
 
 HAS_DASK = importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None

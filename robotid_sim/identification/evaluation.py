@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -270,3 +271,32 @@ def diagnostic_keys(row: Mapping[str, Any]) -> list[str]:
     ``estimator`` or a failure's ``status``/``error``/``traceback``)."""
     fixed = {*METRIC_NAMES, "estimator", "status", "error", "traceback"}
     return [key for key in row if key not in fixed]
+
+
+@dataclass
+class Failure:
+    """An estimator whose ``fit`` raised, or a controller that raised (or stopped) in the loop: the other results
+    of the run are complete without it.
+
+    Attributes:
+        kind: ``"estimator"`` or ``"controller"``.
+        name: its label in the scenario.
+        error: ``"<ExceptionType>: <message>"``.
+        traceback: the formatted traceback (where the error came from, for the plugin's author).
+    """
+
+    kind: str
+    name: str
+    error: str
+    traceback: str = ""
+
+    @classmethod
+    def of(cls, kind: str, name: str, exc: BaseException) -> Failure:
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return cls(kind, name, f"{type(exc).__name__}: {exc}", text)
+
+    def metrics_row(self) -> dict:
+        """Its row of ``metrics.json``."""
+        return {self.kind: self.name, "status": "failed", "error": self.error, "traceback": self.traceback}

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robotid_sim.report.result import ClosedLoopOutcome, EstimatorOutcome, StudyResult
+from robotid_sim.control.comparison import ClosedLoopOutcome
+from robotid_sim.report.result import EstimatorOutcome, StudyResult
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -70,7 +70,7 @@ def cell_identity(
 @functools.lru_cache(maxsize=16)
 def _plan(plan_key: str, robot_ref: str):
     """The checked run plan of a cell (robot, estimators, both excitations, noise chain), cached per worker."""
-    from robotid_sim.scenario.runner import prepare_run
+    from robotid_sim.scenario.plan import prepare_run
     from robotid_sim.scenario.schema import parse_scenario
 
     spec = json.loads(plan_key)
@@ -100,7 +100,7 @@ def plan_key(spec: dict[str, Any]) -> str:
 
 
 def prepare_cell(spec: dict[str, Any]):
-    """Check a cell's settings without simulating (:func:`robotid_sim.scenario.runner.prepare_run`); raises
+    """Check a cell's settings without simulating (:func:`robotid_sim.scenario.plan.prepare_run`); raises
     :class:`~robotid_sim.errors.ConfigError` (or another RobotIdError) naming the problem."""
     return _plan(plan_key(spec), spec["robot_ref"])
 
