@@ -81,7 +81,7 @@ def _progress() -> Progress:
 
 
 class _Bars:
-    """Maps the runner's progress(task, done, total) calls onto rich progress bars."""
+    """Maps the studies' progress(label, done, total) calls onto rich progress bars, one bar per label."""
 
     def __init__(self, progress: Progress):
         self.progress = progress

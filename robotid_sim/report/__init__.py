@@ -71,7 +71,7 @@ def _figure_path(plots_dir: Path, kind: str, slug: str) -> Path:
     return plots_dir / safe_name(f"{kind}_{slug}.png", "figure file name")
 
 
-def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callable[[Path], Path]]]:
+def figure_plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callable[[Path], Path]]]:
     """The figures that apply to this study: (key, PNG path, function writing it)."""
     plan: list[tuple[str, Path, Callable[[Path], Path]]] = []
     if result.outcomes:
@@ -200,7 +200,7 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     run_dir = Path(run_dir)
     plots_dir = run_dir / "plots"
     markdown_path, html_path = run_dir / "report.md", run_dir / "report.html"
-    plan = _plan(result, plots_dir)
+    plan = figure_plan(result, plots_dir)
     for path in (markdown_path, html_path, *(p for _, p, _ in plan)):
         if path.exists():
             raise FileExistsError(

@@ -245,7 +245,7 @@ def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
 
 
 def _truth_table(run_dir: Path) -> list[tuple[str, str, float]]:
-    """The (name, expression, true value) rows the runner wrote to ``truth.json``."""
+    """The (name, expression, true value) rows the run wrote to ``truth.json``."""
     data = _read_json(run_dir, "truth.json")
     try:
         rows = data["base_parameters"]
