@@ -4,26 +4,24 @@ sweeps and closed-loop runs alike, so that every output names the same figure th
 :func:`evaluate` returns an :class:`Evaluation`: the model's predicted torque, its forward-dynamics validation,
 and ``metrics``, its row of ``metrics.json`` (also the sweep's table columns), in this order:
 
-========================================  =====================================================================
-``torque_rms``                            (n,) RMS of τ − τ̂ per joint on the validation data (seed 004 Eq. 45)
-``torque_rms_total``                      RMS over every joint and sample
-``torque_rms_vs_truth_total``             the same against the noise-free torque (None without a truth)
-``torque_relative_error_vs_truth``        ‖τ̂ − τ_true‖ / ‖τ_true‖ over every sample and joint (None without a
-                                          truth; BIRDy's torque error)
-``torque_nrms_range_pct``                 (n,) 100 · RMS / the joint's validation torque range
-``torque_nrms_limit_pct``                 (n,) 100 · RMS / the joint's URDF effort limit (None where unknown)
-``rsd``, ``agreement_index``              (n,) residual standard deviation, Willmott's index (Eq. 46–47)
-``fit_time_s``                            ``diagnostics['fit_time_s']``, None for a model no estimator fitted
-``condition_number``                      of the identification data, when the caller gives it
-``physically_consistent``,                when the model has standard parameters
-``link_min_eigenvalue``                   (:func:`~robotid_sim.identification.lmi.model_consistency`)
-``base_parameter_error``                  ‖θ̂_b − θ_b‖ / ‖θ_b‖, a model linear in its base parameters, with a truth
-``acceleration_rms``, ``acceleration_rsd``  (n,) forward dynamics against the reference accelerations
-``trajectory_rms``, ``trajectory_rsd``,   (n,) open-loop motion against the reference motion, with
-``trajectory_agreement_index``,           ``trajectory_rms_total`` the RMS over the joints and
-``trajectory_max_error``,                 ``trajectory_max_error`` the largest error per joint
-``trajectory_rms_total``
-========================================  =====================================================================
+- ``torque_rms``: (n,) RMS of τ − τ̂ per joint on the validation data (seed 004 Eq. 45); ``torque_rms_total``:
+  the RMS over every joint and sample;
+- ``torque_rms_vs_truth_total``: the same against the noise-free torque (None without a truth);
+- ``torque_relative_error_vs_truth``: ‖τ̂ − τ_true‖ / ‖τ_true‖ over every sample and joint (None without a
+  truth; BIRDy's torque error, the sweep's former ``torque_error``);
+- ``torque_nrms_range_pct``, ``torque_nrms_limit_pct``: (n,) 100 · RMS / the joint's validation torque range,
+  and / its effort limit (None where unknown);
+- ``rsd``, ``agreement_index``: (n,) residual standard deviation and Willmott's index (Eq. 46–47);
+- ``fit_time_s``: ``diagnostics['fit_time_s']``, None for a model no estimator fitted;
+- ``condition_number``: of the identification data, when the caller gives it;
+- ``physically_consistent``, ``link_min_eigenvalue``: when the model has standard parameters
+  (:func:`~robotid_sim.identification.lmi.model_consistency`);
+- ``base_parameter_error``: ‖θ̂_b − θ_b‖ / ‖θ_b‖ of a model linear in its base parameters, with a truth (the
+  sweep's former ``param_error``);
+- ``acceleration_rms``, ``acceleration_rsd``: (n,) forward dynamics against the reference accelerations;
+- ``trajectory_rms``, ``trajectory_rms_total``, ``trajectory_rsd``, ``trajectory_agreement_index``,
+  ``trajectory_max_error``: the open-loop motion against the reference motion (``trajectory_rms_total``, the
+  RMS over the joints, is the sweep's former ``trajectory_error``);
 
 followed by the model's own diagnostics (:func:`reported_diagnostics`), so that a new estimator's diagnostics
 reach ``metrics.json`` and the report with no list to edit.
