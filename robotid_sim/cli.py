@@ -308,42 +308,25 @@ def cmd_identify(args) -> int:
         "identification": {"velocity_deadband": args.deadband},
         "estimators": [{"name": name, "options": options} for name in estimators],
     }
-    from robotid_sim.scenario.schema import parse_scenario
-
     if study:
         from robotid_sim.report.tables import rich_comparison_table
-        from robotid_sim.studies import load_run_result, run_scenario
+        from robotid_sim.studies import load_run_result
+        from robotid_sim.studies.identify import run_identify_study
 
-        sc = parse_scenario(scenario, "identify")
         with _progress() as progress:
-            run_dir = run_scenario(sc, out_dir=args.out, progress=_Bars(progress))
+            run_dir = run_identify_study(scenario, out_dir=args.out, progress=_Bars(progress))
         _out().print(rich_comparison_table(load_run_result(run_dir)))
         _print_run_folder(run_dir)
         return 0
 
     from rich.table import Table
 
-    import robotid_sim as rid
-    from robotid_sim.identification import IdentificationProblem
-    from robotid_sim.plugins import get_estimator
-    from robotid_sim.signal.preprocess import preprocess
-    from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, per_experiment
+    from robotid_sim.studies.identify import prepare_recordings
 
-    parse_scenario({**scenario, "data": None}, "identify")  # every field checked before the work
-    fitters = [get_estimator(name).from_options(**options) for name in estimators]
-    robot = rid.load_robot(args.robot, sidecar=args.sidecar, lock_joints=scenario["lock_joints"] or None)
-    sources = [parse_log_source({**layout, "path": path}, "--layout") for path in args.data]
-    ds, notes = preprocess(
-        load_logs(sources, robot),
-        per_experiment=per_experiment,
-        experiments=experiments,
-        lowpass_hz=args.lowpass,
-        differentiate=args.differentiate,
-    )
+    problem, fitters, notes = prepare_recordings(scenario)
     for note in notes:
         _out().print(f"[dim]{note}[/]")
-    problem = IdentificationProblem(robot, ds, velocity_deadband=args.deadband)
-    for name, estimator in zip(estimators, fitters, strict=True):
+    for name, estimator in fitters:
         model = estimator.fit(problem)
         table = Table(title=f"{name} on {', '.join(args.data)}")
         for col in ("parameter", "value", "std"):

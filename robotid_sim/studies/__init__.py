@@ -4,7 +4,8 @@ Each study checks everything first (the planning lives with its stage: :mod:`rob
 :mod:`robotid_sim.sweep`), then calls the stages in order and writes a folder through
 :mod:`robotid_sim.run_folder`:
 
-- :func:`run_scenario` (``robotid-sim run``, ``identify --validate``): :mod:`robotid_sim.studies.run`;
+- :func:`run_scenario` (``robotid-sim run``): :mod:`robotid_sim.studies.run`;
+- ``robotid-sim identify`` (with ``--validate`` a scenario run): :mod:`robotid_sim.studies.identify`;
 - :func:`run_closed_loop_study` (``robotid-sim closed-loop``): :mod:`robotid_sim.studies.closed_loop`;
 - :func:`run_sweep` (``robotid-sim sweep``): :mod:`robotid_sim.studies.sweep`;
 - :func:`run_rl_demo` (``robotid-sim rl-demo``): :mod:`robotid_sim.studies.rl_demo`;
