@@ -28,8 +28,8 @@ import yaml
 
 import robotid_sim as rid
 from robotid_sim.identification import IdentificationProblem
+from robotid_sim.identification.validation import forward_dynamics_validation, open_loop_reference
 from robotid_sim.plugins import get_estimator
-from robotid_sim.scenario.runner import forward_dynamics_validation, open_loop_reference
 
 SCENARIO = yaml.safe_load((Path(__file__).resolve().parents[1] / "scenarios" / "planar3r_seed003.yaml").read_text())
 HORIZON_S = SCENARIO["validation"]["trajectory_horizon"]

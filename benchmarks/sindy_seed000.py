@@ -29,7 +29,7 @@ from robotid_sim.excitation import StepwiseExcitation
 from robotid_sim.excitation.fourier import FourierExcitation
 from robotid_sim.identification import IdentificationProblem
 from robotid_sim.scenario import load_scenario
-from robotid_sim.scenario.runner import bundled_scenarios
+from robotid_sim.scenario.plan import bundled_scenarios
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.noise import noise_from_config
 

@@ -42,7 +42,7 @@ STAGES = {
     "robotid_sim.plugins (get_estimator)": "robotid_sim.plugins",
     "robotid_sim.excitation.optimize (optimize_fourier)": "robotid_sim.excitation.optimize",
     "robotid_sim.report (write_report, no figure yet)": "robotid_sim.report",
-    "robotid_sim.scenario.runner (run_scenario)": "robotid_sim.scenario.runner",
+    "robotid_sim.studies.run (run_scenario)": "robotid_sim.studies.run",
 }
 #: third-party imports worth naming when they appear in a stage
 HEAVY = (

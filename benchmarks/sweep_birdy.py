@@ -25,7 +25,8 @@ def main() -> int:
     parser.add_argument("--keep", default=None, help="write the sweep folder here instead of a temporary one")
     args = parser.parse_args()
 
-    from robotid_sim.sweep import load_sweep_config, run_sweep
+    from robotid_sim.studies import run_sweep
+    from robotid_sim.sweep import load_sweep_config
     from robotid_sim.sweep.aggregate import read_table
 
     config = load_sweep_config("birdy")
@@ -59,10 +60,8 @@ def main() -> int:
         failed = sum(int(r["failures"]) for r in rows)
         diverged = [float(r["divergence_rate"]) for r in rows if r["divergence_rate"] not in ("", None)]
         rate = f"{100 * sum(diverged) / len(diverged):.0f} %" if diverged else "–"
-        print(
-            f"{name:>10} {median(rows, 'param_error_p50'):>14} {median(rows, 'torque_error_p50'):>15} {rate:>9} "
-            f"{failed:>7} {median(rows, 'fit_time_s_mean'):>8}"
-        )
+        parameter, torque = median(rows, "base_parameter_error_p50"), median(rows, "torque_relative_error_vs_truth_p50")
+        print(f"{name:>10} {parameter:>14} {torque:>15} {rate:>9} {failed:>7} {median(rows, 'fit_time_s_mean'):>8}")
     return 0 if estimate < TARGET_S else 1
 
 

@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("--executor", default="local")
     args = parser.parse_args()
 
-    from robotid_sim.sweep import run_sweep
+    from robotid_sim.studies import run_sweep
     from robotid_sim.sweep.aggregate import read_table
 
     sweep = {

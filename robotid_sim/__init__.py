@@ -51,7 +51,7 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
     "dh_to_urdf": "robotid_sim.robot",
     "load_robot": "robotid_sim.robot",
     "load_scenario": "robotid_sim.scenario",
-    "run_scenario": "robotid_sim.scenario",
+    "run_scenario": "robotid_sim.studies",
     "Dataset": "robotid_sim.sim",
     "PyBulletSimulator": "robotid_sim.sim",
     "Signals": "robotid_sim.sim",
@@ -75,6 +75,8 @@ _LAZY_SUBMODULES = frozenset(
         "scenario",
         "signal",
         "sim",
+        "studies",
+        "sweep",
     }
 )
 
@@ -83,8 +85,9 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; nothing is imported at
     from robotid_sim.control.closed_loop import run_closed_loop
     from robotid_sim.identification import Estimator, IdentificationProblem, IdentifiedModel, load_model
     from robotid_sim.robot import Robot, bundled_robots, dh_to_urdf, load_robot
-    from robotid_sim.scenario import load_scenario, run_scenario
+    from robotid_sim.scenario import load_scenario
     from robotid_sim.sim import Dataset, PyBulletSimulator, Signals, load_dataset, simulate
+    from robotid_sim.studies import run_scenario
 
 __all__ = [
     "ConfigError",

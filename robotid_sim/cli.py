@@ -23,6 +23,7 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ def _progress() -> Progress:
 
 
 class _Bars:
-    """Maps the runner's progress(task, done, total) calls onto rich progress bars."""
+    """Maps the studies' progress(label, done, total) calls onto rich progress bars, one bar per label."""
 
     def __init__(self, progress: Progress):
         self.progress = progress
@@ -158,7 +159,8 @@ def _yaml_file(value: str, flag: str, what: str, example: str, empty_hint: str) 
 
 # ------------------------------------------------------------------------------------------- commands
 def cmd_run(args) -> int:
-    from robotid_sim.scenario import load_run_result, resolve_scenario_path, run_scenario
+    from robotid_sim.scenario import resolve_scenario_path
+    from robotid_sim.studies import load_run_result, run_scenario
 
     path = resolve_scenario_path(args.scenario)
     _out().print(f"[bold]scenario[/] {path}")
@@ -306,35 +308,25 @@ def cmd_identify(args) -> int:
         "identification": {"velocity_deadband": args.deadband},
         "estimators": [{"name": name, "options": options} for name in estimators],
     }
-    from robotid_sim.scenario.schema import parse_scenario
-
     if study:
         from robotid_sim.report.tables import rich_comparison_table
-        from robotid_sim.scenario import load_run_result, run_scenario
+        from robotid_sim.studies import load_run_result
+        from robotid_sim.studies.identify import run_identify_study
 
-        sc = parse_scenario(scenario, "identify")
         with _progress() as progress:
-            run_dir = run_scenario(sc, out_dir=args.out, progress=_Bars(progress))
+            run_dir = run_identify_study(scenario, out_dir=args.out, progress=_Bars(progress))
         _out().print(rich_comparison_table(load_run_result(run_dir)))
         _print_run_folder(run_dir)
         return 0
 
     from rich.table import Table
 
-    import robotid_sim as rid
-    from robotid_sim.identification import IdentificationProblem
-    from robotid_sim.plugins import get_estimator
-    from robotid_sim.sim.logs import load_logs, parse_log_source, preprocess
+    from robotid_sim.studies.identify import prepare_recordings
 
-    parse_scenario({**scenario, "data": None}, "identify")  # every field checked before the work
-    fitters = [get_estimator(name).from_options(**options) for name in estimators]
-    robot = rid.load_robot(args.robot, sidecar=args.sidecar, lock_joints=scenario["lock_joints"] or None)
-    sources = [parse_log_source({**layout, "path": path}, "--layout") for path in args.data]
-    ds, notes = preprocess(load_logs(sources, robot), lowpass_hz=args.lowpass, differentiate=args.differentiate)
+    problem, fitters, notes = prepare_recordings(scenario)
     for note in notes:
         _out().print(f"[dim]{note}[/]")
-    problem = IdentificationProblem(robot, ds, velocity_deadband=args.deadband)
-    for name, estimator in zip(estimators, fitters, strict=True):
+    for name, estimator in fitters:
         model = estimator.fit(problem)
         table = Table(title=f"{name} on {', '.join(args.data)}")
         for col in ("parameter", "value", "std"):
@@ -387,12 +379,8 @@ def cmd_closed_loop(args) -> int:
             "duration": args.duration,
         },
     }
-    from robotid_sim.scenario import (
-        load_run_result,
-        parse_closed_loop_study,
-        prepare_closed_loop_study,
-        run_closed_loop_study,
-    )
+    from robotid_sim.scenario import parse_closed_loop_study, prepare_closed_loop_study
+    from robotid_sim.studies import load_run_result, run_closed_loop_study
 
     plan = prepare_closed_loop_study(parse_closed_loop_study(study, "closed-loop"))
     with _progress() as progress:
@@ -404,7 +392,7 @@ def cmd_closed_loop(args) -> int:
 
 def cmd_rl_demo(args) -> int:
     # the numbers here (named by their flags), the extra by run_rl_demo, before anything is simulated
-    from robotid_sim.envs.demo import run_rl_demo
+    from robotid_sim.studies import run_rl_demo
 
     for value, flag in ((args.timesteps, "--timesteps"), (args.envs, "--envs"), (args.episodes, "--episodes")):
         if value < 1:
@@ -529,7 +517,7 @@ def cmd_report(args) -> int:
         what = "is a file, not a run folder" if run_dir.exists() else "does not exist"
         raise DataError(f"'{run_dir}' {what}; give a run folder written by 'robotid-sim run'")
 
-    from robotid_sim.scenario import load_run_result
+    from robotid_sim.studies import load_run_result
 
     try:
         result = load_run_result(run_dir)
@@ -549,8 +537,6 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from robotid_sim.plugin_kit import PLUGIN_KINDS  # the standard library only
-
     parser = argparse.ArgumentParser(
         prog="robotid-sim",
         description="Robot dynamic-parameter identification, simulation first.",
@@ -563,6 +549,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser = functools.partial(sub.add_parser, parents=[common])
 
+    _add_run_and_simulate(add_parser)
+    _add_identify(add_parser)
+    _add_closed_loop(add_parser)
+    _add_rl_demo(add_parser)
+    _add_plugins_and_report(add_parser, common)
+    add_sweep_parser(sub, parents=[common])
+    return parser
+
+
+def _add_run_and_simulate(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add the ``run`` and ``simulate`` commands."""
     p = add_parser("run", help="run a scenario (default: the bundled prrrp_seed004)")
     p.add_argument("scenario", nargs="?", help="scenario YAML path or bundled scenario name")
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
@@ -591,6 +588,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_simulate)
 
+
+def _add_identify(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add the ``identify`` command."""
     p = add_parser(
         "identify",
         help="identify from recordings (simulated or a real robot's logs); with --validate, a whole study",
@@ -619,6 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_identify)
 
+
+def _add_closed_loop(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add the ``closed-loop`` command."""
     p = add_parser(
         "closed-loop",
         help="track a reference with controllers on the PyBullet truth or a model; η = mean |e| per joint",
@@ -648,6 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
     p.set_defaults(func=cmd_closed_loop)
 
+
+def _add_rl_demo(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add the ``rl-demo`` command."""
     p = add_parser(
         "rl-demo",
         help="train PPO on an identified model's reach env, evaluate it on the PyBullet truth (needs the rl extra)",
@@ -664,6 +670,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the data, the training and the episodes")
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
     p.set_defaults(func=cmd_rl_demo)
+
+
+def _add_plugins_and_report(
+    add_parser: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add the ``plugins``, ``plugin new`` and ``report`` commands."""
+    from robotid_sim.plugin_kit import PLUGIN_KINDS  # the standard library only
 
     p = add_parser("plugins", help="list installed plugins, their package, plugin-API version and status")
     p.add_argument(
@@ -699,10 +712,89 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.set_defaults(func=cmd_report)
 
-    from robotid_sim.sweep.cli import add_sweep_parser  # the standard library only: --help stays fast
 
-    add_sweep_parser(sub, parents=[common])
-    return parser
+def add_sweep_parser(subparsers, parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
+    """Add the ``sweep`` command to ``subparsers`` (the result of ``parser.add_subparsers()``)."""
+    p = subparsers.add_parser(
+        "sweep",
+        parents=list(parents),
+        help="Monte Carlo sweep: robots × excitations × noise × estimators × repetitions (resumable)",
+        description=(
+            "Run a sweep file (or a bundled sweep: small, birdy) into <out>/<output>; running it again, or with "
+            "--resume RUN_DIR, runs only the tasks not yet done. Writes results.parquet/.csv, summary.csv, "
+            "crb.csv, box plots and report.md/.html."
+        ),
+    )
+    p.add_argument("sweep", nargs="?", help="sweep YAML file or bundled sweep name (omit with --resume)")
+    p.add_argument("--out", default=None, help="parent folder of the sweep's folder (default: runs/sweeps)")
+    p.add_argument("--resume", metavar="RUN_DIR", default=None, help="complete the sweep in this folder")
+    p.add_argument("--executor", choices=("local", "dask"), default="local", help="local processes (default) or Dask")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    p.add_argument("--address", default=None, help="Dask scheduler address (tcp://host:8786); default: a local cluster")
+    p.add_argument("--max-tasks", type=int, default=None, help="run at most this many tasks now (resume later)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_sweep_command)
+    return p
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    """``robotid-sim sweep``: run the sweep the arguments name (:func:`robotid_sim.studies.run_sweep`) and print
+    where the results are. A user error prints one line ``error: ...``; returns the exit code."""
+    if args.sweep is None and args.resume is None:
+        _print_error("give a sweep file or a bundled sweep name (small, birdy), or --resume RUN_DIR")
+        return EXIT_USER_ERROR
+    try:
+        outcome = _run_sweep(args)
+    except (RobotIdError, OSError) as exc:
+        _print_error(_user_error_message(exc) or str(exc))
+        return EXIT_USER_ERROR
+    table = outcome.tables.get("results_parquet", outcome.tables["results"])
+    print(
+        f"sweep folder: {outcome.run_dir}\n"
+        f"tasks: {outcome.tasks} ({outcome.reused} done before, {outcome.ran} run now in {outcome.seconds:.1f} s, "
+        f"{outcome.failed} failed, {outcome.missing} still to run)\n"
+        f"report: {outcome.tables['markdown']}  table: {table}"
+    )
+    if "results_parquet" not in outcome.tables:
+        from robotid_sim.sweep.aggregate import PARQUET_HINT
+
+        print(f"note: CSV only; {PARQUET_HINT}")
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace):
+    from robotid_sim.studies import run_sweep
+
+    kwargs = {
+        "resume": args.resume,
+        "executor": args.executor,
+        "workers": args.workers,
+        "address": args.address,
+        "max_tasks": args.max_tasks,
+    }
+    if args.no_progress or not sys.stderr.isatty():
+        return run_sweep(args.sweep, args.out, **kwargs)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("tasks"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=_err(),
+        transient=False,
+    ) as bar:
+        return run_sweep(args.sweep, args.out, progress=_Bars(bar), **kwargs)
 
 
 def _robot_flags(parser: argparse.ArgumentParser) -> None:

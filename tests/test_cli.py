@@ -113,7 +113,7 @@ def test_malformed_yaml_is_reported(tmp_path, capsys):
 
 
 def test_a_run_that_fails_midway_leaves_no_complete_looking_folder(tmp_path, monkeypatch):
-    import robotid_sim.scenario.runner as runner
+    import robotid_sim.studies.run as runner
 
     def boom(*args, **kwargs):
         raise rid.IdentificationError("simulated failure while writing the report")
@@ -234,13 +234,12 @@ def test_period_averaging_in_a_scenario_identifies_on_the_mean_period(tmp_path):
 
 
 def test_averaging_periods_divides_the_noise_by_sqrt_k(robots):
-    from robotid_sim.scenario.runner import _preprocess
-    from robotid_sim.scenario.schema import PreprocessingConfig
+    from robotid_sim.signal import average_periods
 
     robot = robots["prrrp"]
     exc = {"type": "fourier", "harmonics": 4, "base_frequency": 0.5, "periods": 9, "seed": 0}
     ds = rid.simulate(robot, exc, noise={"tau": {"std": 0.3}}, seed=0, rate_hz=100)
-    averaged, _ = _preprocess(ds, PreprocessingConfig(period_average=9))
+    averaged = average_periods(ds, 9)
     assert averaged.n_samples == 200
     ratio = np.std(averaged.tau - averaged.truth.tau) / np.std(ds.tau - ds.truth.tau)
     assert ratio == pytest.approx(1 / 3, rel=0.1)

@@ -25,7 +25,7 @@ from robotid_sim.control import (
 )
 from robotid_sim.control.closed_loop import ClosedLoopResult, integrate_closed_loop, run_closed_loop
 from robotid_sim.errors import ConfigError, PluginError
-from robotid_sim.scenario import load_run_result
+from robotid_sim.studies import load_run_result
 
 #: the three-axis arm of seed 000 tracks a Fourier reference for this long (s) in the η comparison
 SECONDS = 6.0
@@ -312,7 +312,7 @@ def test_scenario_closed_loop_section_end_to_end(tmp_path):
     ],
 )  # fmt: skip
 def test_closed_loop_section_is_checked_before_anything_is_simulated(tmp_path, monkeypatch, closed_loop, message):
-    from robotid_sim.scenario import runner
+    from robotid_sim.scenario import plan as runner
 
     def no_simulation(*args, **kwargs):
         raise AssertionError("simulated before the closed_loop section was checked")

@@ -157,7 +157,8 @@ def test_a_bad_file_entry_is_refused_before_any_work(logs, tmp_path):
 
 def test_two_files_identify_like_one_file_with_a_gap_and_unlike_a_naive_join(tmp_path):
     """Derivatives from q within each recording: stacking two files = one file with a pause between them."""
-    from robotid_sim.sim.logs import load_logs, preprocess
+    from robotid_sim.signal.preprocess import preprocess
+    from robotid_sim.sim.logs import experiments, load_logs, per_experiment
 
     robot = rid.load_robot("planar3r")
     parts = []
@@ -174,7 +175,8 @@ def test_two_files_identify_like_one_file_with_a_gap_and_unlike_a_naive_join(tmp
     np.savez(tmp_path / "naive.npz", t=np.r_[a.t, b.t + joined], q=np.r_[a.q, b.q], tau=np.r_[a.tau, b.tau])
 
     def identified(files):
-        ds, _ = preprocess(load_logs([tmp_path / f for f in files], robot), differentiate=True)
+        loaded = load_logs([tmp_path / f for f in files], robot)
+        ds, _ = preprocess(loaded, per_experiment=per_experiment, experiments=experiments, differentiate=True)
         return rid.identify(ds, robot, "ols").base_values()
 
     two_files, one_with_gap, naive = identified(["a.npz", "b.npz"]), identified(["gap.npz"]), identified(["naive.npz"])

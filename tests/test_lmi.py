@@ -13,7 +13,7 @@ from robotid_sim import plugins
 from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.identification import IdentificationProblem, StandardParameterModel, load_model
 from robotid_sim.identification.lmi import base_consistency, model_consistency, standard_consistency
-from robotid_sim.scenario.runner import prepare_run
+from robotid_sim.scenario.plan import prepare_run
 from robotid_sim.scenario.schema import Scenario
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.testing import parametrize_with_checks
@@ -283,8 +283,7 @@ def test_a_study_whose_models_assume_a_simpler_friction_law_than_the_truth(tmp_p
     import yaml
 
     from robotid_sim.robot import load_robot
-    from robotid_sim.scenario.results import load_run_result
-    from robotid_sim.scenario.runner import run_scenario
+    from robotid_sim.studies import load_run_result, run_scenario
 
     scenario = {
         "name": "simpler_law",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.io
@@ -9,6 +11,7 @@ import scipy.io
 import robotid_sim as rid
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import IdentificationProblem
+from robotid_sim.signal.preprocess import preprocess as split_preprocess
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.logs import (
     STACK_GAP_PERIODS,
@@ -18,9 +21,10 @@ from robotid_sim.sim.logs import (
     load_logs,
     parse_log_source,
     per_experiment,
-    preprocess,
     stack_experiments,
 )
+
+preprocess = functools.partial(split_preprocess, per_experiment=per_experiment, experiments=experiments)
 
 UNIX0 = 1_700_000_000.0
 FOREIGN_KEYS = {"t": "times", "q": "positions", "qd": "velocities", "tau": "torques"}

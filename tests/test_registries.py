@@ -262,8 +262,9 @@ SCENARIO = {
 
 
 def test_scenario_uses_plugin_excitation_noise_model_and_robot(my_plugin, tmp_path):
-    from robotid_sim.scenario import load_scenario, run_scenario
+    from robotid_sim.scenario import load_scenario
     from robotid_sim.sim import load_dataset
+    from robotid_sim.studies import run_scenario
 
     path = tmp_path / "plugin_study.yaml"
     path.write_text(yaml.safe_dump(SCENARIO, sort_keys=False))
@@ -569,7 +570,7 @@ def test_refused_excitation_is_a_config_error_saying_why():
 
 def test_scenario_naming_a_refused_estimator_fails_with_one_line_and_exit_code_2(tmp_path, capsys):
     from robotid_sim.cli import main
-    from robotid_sim.scenario import run_scenario
+    from robotid_sim.studies import run_scenario
 
     register(_plugin("register_estimators", {"notanestimator": NotAnEstimator}), "badest")
     path = tmp_path / "bad_estimator.yaml"

@@ -257,7 +257,7 @@ def test_plot_sparsity_rejects_mismatched_names(tmp_path):
 )
 def test_figure_file_names_from_estimator_names_stay_in_plots_and_are_distinct(study, tmp_path, names):
     """Issue 8: an estimator name never leads a figure out of plots/, nor onto another's file."""
-    from robotid_sim.report import _plan
+    from robotid_sim.report import figure_plan
     from robotid_sim.safety import safe_name
 
     template = study.outcomes[1]
@@ -266,7 +266,7 @@ def test_figure_file_names_from_estimator_names_stay_in_plots_and_are_distinct(s
         for name in names
     ]
     plots = tmp_path / "run" / "plots"
-    plan = _plan(dataclasses.replace(study, outcomes=outcomes), plots)
+    plan = figure_plan(dataclasses.replace(study, outcomes=outcomes), plots)
     per_estimator = [path for key, path, _ in plan if "/" in key]
     assert len(per_estimator) == 3 * len(names)  # a convergence, a values and a sparsity figure each
     for path in per_estimator:

@@ -14,7 +14,7 @@ import pytest
 
 import robotid_sim as rid
 from robotid_sim.cli import main
-from robotid_sim.envs.demo import demo_torque_limit
+from robotid_sim.studies.rl_demo import demo_torque_limit
 
 
 def test_without_stable_baselines3_the_demo_says_how_to_install_it(tmp_path, capsys, monkeypatch):

@@ -25,12 +25,14 @@ import yaml
 from helpers import TINY_SCENARIO, run_cli
 
 import robotid_sim as rid
+from robotid_sim import run_folder
 from robotid_sim.cli import main
 from robotid_sim.errors import ConfigError
 from robotid_sim.scenario import budget as budget_module
-from robotid_sim.scenario import runner
+from robotid_sim.scenario import plan as runner
 from robotid_sim.scenario.budget import RunBudget, estimate_run, simulation_cost
 from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
+from robotid_sim.studies import run as study_run
 
 TINY = TINY_SCENARIO
 
@@ -285,7 +287,7 @@ def test_allow_large_lets_a_long_run_through_the_checks(monkeypatch):
 
 
 def test_a_run_whose_data_would_not_fit_on_the_disk_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 1000))
+    monkeypatch.setattr(study_run.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 1000))
     with pytest.raises(ConfigError, match=r"data files would take about .* but only 1 kB are free"):
         rid.run_scenario(_scenario(tmp_path), out_dir=tmp_path / "runs")
     assert not (tmp_path / "runs").exists()
@@ -399,7 +401,7 @@ def test_sigterm_removes_the_partial_folder_and_the_next_run_works(tmp_path):
 def test_sigterm_handler_is_installed_in_the_main_thread_only_and_restored():
     outer = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # whatever the test runner set, put back below
     try:
-        with runner._sigterm_raises_system_exit():
+        with run_folder.sigterm_raises_system_exit():
             handler = signal.getsignal(signal.SIGTERM)
             assert callable(handler)
             with pytest.raises(SystemExit) as info:
@@ -410,7 +412,7 @@ def test_sigterm_handler_is_installed_in_the_main_thread_only_and_restored():
         seen = []
 
         def in_thread():
-            with runner._sigterm_raises_system_exit():
+            with run_folder.sigterm_raises_system_exit():
                 seen.append(signal.getsignal(signal.SIGTERM))
 
         thread = threading.Thread(target=in_thread)
@@ -420,7 +422,7 @@ def test_sigterm_handler_is_installed_in_the_main_thread_only_and_restored():
         # an application's own handler is left as it is
         signal.signal(signal.SIGTERM, lambda *_: None)
         own = signal.getsignal(signal.SIGTERM)
-        with runner._sigterm_raises_system_exit():
+        with run_folder.sigterm_raises_system_exit():
             assert signal.getsignal(signal.SIGTERM) is own
         assert signal.getsignal(signal.SIGTERM) is own
     finally:
@@ -449,7 +451,7 @@ def test_the_next_run_removes_stale_partial_folders_and_runs_under_the_file_stem
     live = _partial(root, "running-20200101-000000", {"pid": os.getpid(), "host": host})
     remote = _partial(root, "remote-20200101-000000", {"pid": _dead_pid(), "host": host + "-elsewhere"})
     path = _scenario(tmp_path, file_name="my_study.yaml", name=None)
-    with caplog.at_level("WARNING", logger="robotid_sim.scenario.runner"):
+    with caplog.at_level("WARNING", logger="robotid_sim.run_folder"):
         run = rid.run_scenario(path, out_dir=root)
     assert not dead.exists()
     assert live.exists() and remote.exists()  # a concurrent run, another machine's run
@@ -467,7 +469,7 @@ def test_stale_partial_rules_for_missing_owners_reused_pids_and_zombies(tmp_path
     week_ago = time.time() - 7 * 86400
     os.utime(old, (week_ago, week_ago))
     reused = None
-    if runner._process_start(os.getpid()) is not None:  # Linux: the start time tells a reused pid apart
+    if run_folder.process_start(os.getpid()) is not None:  # Linux: the start time tells a reused pid apart
         reused = _partial(
             root, "reused-20200101-000000", {"pid": os.getpid(), "start": 1, "host": socket.gethostname()}
         )
@@ -477,11 +479,11 @@ def test_stale_partial_rules_for_missing_owners_reused_pids_and_zombies(tmp_path
     zombie = None
     try:
         deadline = time.monotonic() + 30
-        while (runner._proc_stat(killed.pid) or ("?",))[0] not in ("Z", "?") and time.monotonic() < deadline:
+        while (run_folder.process_stat(killed.pid) or ("?",))[0] not in ("Z", "?") and time.monotonic() < deadline:
             time.sleep(0.02)
-        if (runner._proc_stat(killed.pid) or ("?",))[0] == "Z":
+        if (run_folder.process_stat(killed.pid) or ("?",))[0] == "Z":
             zombie = _partial(root, "zombie-20200101-000000", {"pid": killed.pid, "host": socket.gethostname()})
-        removed = runner.remove_stale_partials(root)
+        removed = run_folder.remove_stale_partials(root)
     finally:
         killed.wait()
     if zombie is not None:  # killed by OOM, its parent not yet told: dead all the same
@@ -490,15 +492,15 @@ def test_stale_partial_rules_for_missing_owners_reused_pids_and_zombies(tmp_path
     assert not old.exists() and old in removed
     if reused is not None:
         assert not reused.exists() and reused in removed
-    assert runner.remove_stale_partials(tmp_path / "missing") == []
+    assert run_folder.remove_stale_partials(tmp_path / "missing") == []
 
 
 def test_a_partial_folder_records_its_owner(tmp_path):
-    partial, final = runner._new_run_dir(tmp_path, "x")
+    partial, final = run_folder.new_run_dir(tmp_path, "x")
     owner = json.loads((partial / ".owner").read_text())
     assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
     assert partial.name == f".partial-{final.name}" and not final.exists()
-    assert runner.remove_stale_partials(tmp_path) == []  # this process is alive
+    assert run_folder.remove_stale_partials(tmp_path) == []  # this process is alive
 
 
 # --------------------------------------------------------------------------------------------------

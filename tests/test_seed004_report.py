@@ -204,7 +204,7 @@ def test_image_captions_of_the_new_figures():
 def drawn(monkeypatch):
     """The y-extent of each shaded band on each axis of the figures drawn, captured before they are saved."""
     captured: list[list[tuple[float, float]]] = []
-    save = plots._save
+    save = plots.save_figure
 
     def spy(fig, path):
         for ax in fig.axes:
@@ -213,7 +213,7 @@ def drawn(monkeypatch):
             )
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", spy)
+    monkeypatch.setattr(plots, "save_figure", spy)
     return captured
 
 

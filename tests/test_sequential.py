@@ -14,9 +14,9 @@ import robotid_sim as rid
 from robotid_sim.errors import IdentificationError
 from robotid_sim.excitation import excitation_from_config
 from robotid_sim.identification import IdentificationProblem
+from robotid_sim.identification.validation import forward_dynamics_validation, open_loop_reference
 from robotid_sim.report import EstimatorOutcome
 from robotid_sim.report.tables import sequential_step_rows
-from robotid_sim.scenario.runner import forward_dynamics_validation, open_loop_reference
 
 SCENARIO = yaml.safe_load((Path(__file__).parents[1] / "scenarios" / "planar3r_seed003.yaml").read_text())
 VALIDATION = SCENARIO["validation"]["excitation"]

@@ -29,8 +29,7 @@ from robotid_sim.report.tables import (
     sparse_step_rows,
     wrap_equation,
 )
-from robotid_sim.scenario.results import load_run_result
-from robotid_sim.scenario.runner import run_scenario
+from robotid_sim.studies import load_run_result, run_scenario
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

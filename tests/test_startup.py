@@ -89,7 +89,15 @@ def test_console_script_help_loads_no_heavy_package():
 
 
 @pytest.mark.parametrize(
-    "package", ["robotid_sim", "robotid_sim.sim", "robotid_sim.scenario", "robotid_sim.excitation"]
+    "package",
+    [
+        "robotid_sim",
+        "robotid_sim.sim",
+        "robotid_sim.scenario",
+        "robotid_sim.excitation",
+        "robotid_sim.studies",
+        "robotid_sim.sweep",
+    ],
 )
 def test_every_public_name_resolves_and_is_listed(package):
     module = importlib.import_module(package)

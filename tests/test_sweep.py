@@ -11,10 +11,11 @@ import sys
 
 import pytest
 
+from robotid_sim.cli import add_sweep_parser, run_sweep_command
 from robotid_sim.errors import ConfigError
-from robotid_sim.sweep import load_sweep_config, parse_sweep_config, run_sweep
+from robotid_sim.studies import run_sweep
+from robotid_sim.sweep import load_sweep_config, parse_sweep_config
 from robotid_sim.sweep.aggregate import read_table
-from robotid_sim.sweep.cli import add_sweep_parser, run_sweep_command
 from robotid_sim.sweep.store import RESULTS_DIR
 
 HAS_DASK = importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None
@@ -61,9 +62,17 @@ def test_small_sweep_runs_every_task_on_local_processes(small_local):
     summary = read_table(small_local.tables["summary"])
     assert len(summary) == 2 * 2 * 3
     assert all(
-        float(s["param_error_p5"]) <= float(s["param_error_p50"]) <= float(s["param_error_p95"]) for s in summary
+        float(s["base_parameter_error_p5"])
+        <= float(s["base_parameter_error_p50"])
+        <= float(s["base_parameter_error_p95"])
+        for s in summary
     )
-    for name in ("report.md", "report.html", "plots/param_error.png", "plots/torque_error.png"):
+    for name in (
+        "report.md",
+        "report.html",
+        "plots/base_parameter_error.png",
+        "plots/torque_relative_error_vs_truth.png",
+    ):
         assert (small_local.run_dir / name).is_file()
 
 
@@ -74,8 +83,8 @@ def test_each_cell_is_simulated_once_and_shared_by_its_estimators(small_local):
         by_cell.setdefault((row["robot"], row["noise"], row["seed"]), set()).add(row["estimator"])
     assert len(by_cell) == 20 and all(e == {"ols", "wls", "irls"} for e in by_cell.values())
     # the same data: ols and wls (one σ, same weights) give the same parameter error in every cell
-    ols = {(r["robot"], r["noise"], r["seed"]): r["param_error"] for r in rows if r["estimator"] == "ols"}
-    wls = {(r["robot"], r["noise"], r["seed"]): r["param_error"] for r in rows if r["estimator"] == "wls"}
+    ols = {(r["robot"], r["noise"], r["seed"]): r["base_parameter_error"] for r in rows if r["estimator"] == "ols"}
+    wls = {(r["robot"], r["noise"], r["seed"]): r["base_parameter_error"] for r in rows if r["estimator"] == "wls"}
     assert all(abs(ols[k] - wls[k]) < 0.2 * ols[k] for k in ols)
 
 
@@ -123,7 +132,7 @@ def test_a_failing_estimator_is_recorded_with_its_error_and_the_sweep_goes_on(tm
     outcome = run_sweep(sweep, tmp_path, workers=1)
     rows = {r["estimator"]: r for r in read_table(outcome.tables["results"])}
     assert rows["sequential"]["status"] == "failed" and "sequential_sine" in rows["sequential"]["error"]
-    assert rows["ols"]["status"] == "ok" and float(rows["ols"]["param_error"]) < 0.2
+    assert rows["ols"]["status"] == "ok" and float(rows["ols"]["base_parameter_error"]) < 0.2
     assert outcome.failed == 1
     summary = {s["estimator"]: s for s in read_table(outcome.tables["summary"])}
     assert summary["sequential"]["failures"] == "1"

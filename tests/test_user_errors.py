@@ -315,7 +315,7 @@ def test_verbose_turns_pybullet_output_on(monkeypatch):
 def test_options_that_do_not_fit_the_robot_are_refused_before_anything_is_simulated(
     robot, estimator, pattern, monkeypatch
 ):
-    from robotid_sim.scenario import runner
+    from robotid_sim.scenario import plan as runner
     from robotid_sim.scenario.schema import Scenario
 
     def never(*_, **__):

@@ -204,17 +204,7 @@ def run_closed_loop(
     excitation.check_limits(robot)
     t = np.arange(max(int(round(duration / dt)), 1)) * dt
     q_ref, qd_ref, qdd_ref = excitation.evaluate(t)
-    diverged_at = None
-    if model is None:
-        from robotid_sim.sim.pybullet_sim import PyBulletSimulator
-
-        with PyBulletSimulator(simulated, dt=dt) as sim:
-            rec = sim.track(q_ref, qd_ref, qdd_ref, controller=controller, progress=progress)
-        q, qd, tau = rec["q"], rec["qd"], rec["tau"]
-        plant_text = PYBULLET
-    else:
-        q, qd, tau, diverged_at = integrate_closed_loop(model, controller, q_ref, qd_ref, qdd_ref, dt, progress)
-        plant_text = describe_plant(model)
+    q, qd, tau, diverged_at, plant_text = _drive(model, simulated, controller, (q_ref, qd_ref, qdd_ref), dt, progress)
     log.info("closed loop: %s on %s for %.3g s", controller.label, plant_text, duration)
     return ClosedLoopResult(
         controller=controller.describe(),
@@ -230,6 +220,19 @@ def run_closed_loop(
         friction=bool(friction),
         diverged_at=diverged_at,
     )
+
+
+def _drive(model, simulated, controller: Controller, reference: tuple, dt: float, progress):
+    """(q, qd, tau, diverged_at, plant text) of ``controller`` tracking ``reference`` (q_ref, qd_ref, qdd_ref):
+    on the PyBullet robot ``simulated`` when ``model`` is None, else on the model plant."""
+    if model is None:
+        from robotid_sim.sim.pybullet_sim import PyBulletSimulator
+
+        with PyBulletSimulator(simulated, dt=dt) as sim:
+            rec = sim.track(*reference, controller=controller, progress=progress)
+        return rec["q"], rec["qd"], rec["tau"], None, PYBULLET
+    q, qd, tau, diverged_at = integrate_closed_loop(model, controller, *reference, dt, progress)
+    return q, qd, tau, diverged_at, describe_plant(model)
 
 
 def resolve_plant(plant: Any, robot) -> Any:

@@ -1,15 +1,20 @@
 """Trajectory-level validation: forward-simulate a model under a recorded torque (SPEC §9,
-seed 004 §5.1, seed 003 Fig. 12–14)."""
+seed 004 §5.1, seed 003 Fig. 12–14), and the open-loop and forward-dynamics validation of a model on
+validation data (:func:`open_loop_reference`, :func:`forward_dynamics_validation`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from robotid_sim.dynamics.forward import robust_forward, semi_implicit_euler
+from robotid_sim.errors import DataError
 from robotid_sim.identification import metrics as M
+from robotid_sim.sim.logs import experiments
 
 ForwardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -88,3 +93,111 @@ def trajectory_error(model_forward: ForwardFn, q_reference: np.ndarray, q0, qd0,
     the model differs, not the integrator) or a measured trajectory; one rollout serves all three."""
     q_model, _ = rollout(model_forward, q0, qd0, tau, dt)
     return TrajectoryError.between(q_model, q_reference)
+
+
+#: the open-loop validation's reference, in a run folder (read back by ``robotid-sim report``)
+OPEN_LOOP_FILE = "data/open_loop.npz"
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenLoopReference:
+    """The open-loop validation of a run (SPEC §9, seed 003 Fig. 12–14): every model is simulated from the
+    reference's first state under the reference torque, and compared with the reference motion.
+
+    Attributes:
+        t: (K,) time from the start of the rollout (s).
+        q_reference: (K, n) the reference motion: the true robot's rollout (simulation) or the measured one.
+        q0, qd0: (n,) the first state; tau: (K, n) the torque, held over each interval dt (s).
+    """
+
+    t: np.ndarray
+    q_reference: np.ndarray
+    q0: np.ndarray
+    qd0: np.ndarray
+    tau: np.ndarray
+    dt: float
+
+    def save(self, path: Path) -> None:
+        np.savez(path, **{k: np.asarray(v, float) for k, v in dataclasses.asdict(self).items()})
+
+    @classmethod
+    def load(cls, path: Path) -> OpenLoopReference:
+        """Read :meth:`save`'s file. Raises DataError when it is damaged."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                fields = {f.name: np.asarray(data[f.name], float) for f in dataclasses.fields(cls)}
+        except (OSError, KeyError, ValueError) as exc:
+            raise DataError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
+        fields["dt"] = float(fields["dt"])
+        K, n = fields["q_reference"].shape if fields["q_reference"].ndim == 2 else (0, 0)
+        if K < 2 or fields["t"].shape != (K,) or fields["tau"].shape != (K, n) or fields["q0"].shape != (n,):
+            raise DataError(f"{path} is damaged (inconsistent shapes)")
+        return cls(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class ForwardDynamicsValidation:
+    """A model's forward dynamics on the validation data (seed 003 §3.3, Fig. 12–14).
+
+    Attributes:
+        qdd: (N, n) accelerations M(q)⁻¹(τ − h(q, qd)) of the model under the validation torque
+            (:func:`validation_reference`), or None when its mass matrix is singular somewhere or the model has
+            no forward dynamics.
+        acceleration_rms, acceleration_rsd: (n,) against the recorded accelerations (inf when ``qdd`` is None);
+            None for a model without forward dynamics.
+        q_open_loop: (K, n) the model's open-loop motion under the reference torque (NaN after a divergence),
+            or None without an open-loop reference.
+        max_error: (n,) max |q_model − q_reference| over the horizon (rad or m; inf after a divergence); empty
+            without an open-loop reference.
+    """
+
+    qdd: np.ndarray | None
+    acceleration_rms: np.ndarray | None
+    acceleration_rsd: np.ndarray | None
+    q_open_loop: np.ndarray | None
+    max_error: np.ndarray
+
+
+def validation_reference(ds_val):
+    """The signals a model's forward dynamics is judged on: the noise-free ``truth`` of a simulation (so that
+    only the model differs, as in the open-loop validation; torque noise divided by a small inertia would
+    swamp the accelerations), else the measured ones."""
+    return ds_val.truth if ds_val.truth is not None else ds_val
+
+
+def open_loop_reference(robot, ds_val, horizon: float, *, simulated: bool) -> OpenLoopReference | None:
+    """The open-loop validation of ``horizon`` s: from the first state of ``ds_val``'s first experiment under its
+    torque, the true robot's motion (``simulated``: the robot's rollout from the noise-free ``truth``) or the
+    measured motion (recorded data); None when the horizon is under two samples or longer than that experiment."""
+    K = int(round(horizon / ds_val.dt))
+    first = experiments(ds_val)[0][1]
+    if not 1 < K <= first.stop - first.start:
+        return None
+    ref = ds_val.truth if simulated else ds_val
+    rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], ds_val.dt)
+    q_reference = rollout(robot.forward_dynamics, *rollout_args)[0] if simulated else ref.q[first][:K]
+    return OpenLoopReference(ds_val.t[first][:K] - ds_val.t[first.start], q_reference, *rollout_args)
+
+
+def forward_dynamics_validation(model, ds_val, open_loop: OpenLoopReference | None) -> ForwardDynamicsValidation:
+    """Accelerations of ``model`` under the validation torque against the recorded ones (both from
+    :func:`validation_reference`), and its open-loop rollout against ``open_loop``'s reference (seed 003 §3.3:
+    the minimal set rebuilt into M(q) and h(q, qd))."""
+    if not model.has_forward_dynamics:
+        return ForwardDynamicsValidation(None, None, None, None, np.zeros(0))
+    ref = validation_reference(ds_val)
+    n = ref.q.shape[1]
+    try:
+        qdd = np.asarray(model.forward_dynamics(ref.q, ref.qd, ref.tau), float)
+        if not np.all(np.isfinite(qdd)):
+            raise DataError("non-finite accelerations")
+        rms, rsd = M.rms_index(ref.qdd, qdd), M.rsd(ref.qdd, qdd)
+    except (DataError, np.linalg.LinAlgError):
+        qdd, rms, rsd = None, np.full(n, np.inf), np.full(n, np.inf)
+    if open_loop is None:
+        return ForwardDynamicsValidation(qdd, rms, rsd, None, np.zeros(0))
+    q_model = rollout(model.forward_dynamics, open_loop.q0, open_loop.qd0, open_loop.tau, open_loop.dt)[0]
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(q_model - open_loop.q_reference)
+        max_error = np.where(np.isfinite(error).all(axis=0), np.max(error, axis=0), np.inf)
+    return ForwardDynamicsValidation(qdd, rms, rsd, q_model, max_error)

@@ -1,8 +1,8 @@
 """Reports of a study: tables, PNG figures, Markdown and HTML (SPEC §13).
 
-:func:`write_report` is the one entry point the scenario runner needs; the figures, tables and renderers
-are importable on their own from :mod:`robotid_sim.report.plots`, :mod:`robotid_sim.report.tables` and
-:mod:`robotid_sim.report.markdown`.
+:func:`write_report` is the one entry point the studies (:mod:`robotid_sim.studies`) need; the figures,
+tables and renderers are importable on their own from :mod:`robotid_sim.report.plots`,
+:mod:`robotid_sim.report.tables` and :mod:`robotid_sim.report.markdown`.
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ from robotid_sim.report.plots import (
     plot_tracking_errors,
 )
 from robotid_sim.report.result import (
-    ClosedLoopOutcome,
     EstimatorOutcome,
-    Failure,
     SensitivityOutcome,
     SparseModelSummary,
     StudyResult,
@@ -43,9 +41,7 @@ from robotid_sim.report.result import (
 from robotid_sim.safety import safe_name
 
 __all__ = [
-    "ClosedLoopOutcome",
     "EstimatorOutcome",
-    "Failure",
     "SensitivityOutcome",
     "SparseModelSummary",
     "StudyResult",
@@ -75,7 +71,7 @@ def _figure_path(plots_dir: Path, kind: str, slug: str) -> Path:
     return plots_dir / safe_name(f"{kind}_{slug}.png", "figure file name")
 
 
-def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callable[[Path], Path]]]:
+def figure_plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callable[[Path], Path]]]:
     """The figures that apply to this study: (key, PNG path, function writing it)."""
     plan: list[tuple[str, Path, Callable[[Path], Path]]] = []
     if result.outcomes:
@@ -105,7 +101,6 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
         )
     if any(o.sparse is not None for o in result.outcomes):
         plan.append(("active_terms", plots_dir / "active_terms.png", lambda p: plot_active_terms(result, p)))
-    labels = result.parameter_labels
     used: set[str] = set()
     for outcome in result.outcomes:
         # distinct without case, so that no two figures share a file on a case-insensitive file system
@@ -115,48 +110,58 @@ def _plan(result: StudyResult, plots_dir: Path) -> list[tuple[str, Path, Callabl
             k += 1
             slug = f"{base}_{k}"
         used.add(slug.casefold())
-        if outcome.history is not None and len(outcome.history) > 0:
+        plan += _outcome_plan(result, outcome, plots_dir, slug)
+    return plan
+
+
+def _outcome_plan(
+    result: StudyResult, outcome: EstimatorOutcome, plots_dir: Path, slug: str
+) -> list[tuple[str, Path, Callable[[Path], Path]]]:
+    """The figures of one estimator (files named with ``slug``): convergence, values, sparsity, segmentation."""
+    labels = result.parameter_labels
+    plan: list[tuple[str, Path, Callable[[Path], Path]]] = []
+    if outcome.history is not None and len(outcome.history) > 0:
+        plan.append(
+            (
+                f"convergence/{outcome.name}",
+                _figure_path(plots_dir, "convergence", slug),
+                lambda p, o=outcome: plot_parameter_convergence(o, p, labels=labels),
+            )
+        )
+        if len(outcome.parameter_names) <= MAX_VALUE_PANELS:
             plan.append(
                 (
-                    f"convergence/{outcome.name}",
-                    _figure_path(plots_dir, "convergence", slug),
-                    lambda p, o=outcome: plot_parameter_convergence(o, p, labels=labels),
+                    f"convergence_values/{outcome.name}",
+                    _figure_path(plots_dir, "values", slug),
+                    lambda p, o=outcome: plot_parameter_values(o, p, labels=labels),
                 )
             )
-            if len(outcome.parameter_names) <= MAX_VALUE_PANELS:
-                plan.append(
-                    (
-                        f"convergence_values/{outcome.name}",
-                        _figure_path(plots_dir, "values", slug),
-                        lambda p, o=outcome: plot_parameter_values(o, p, labels=labels),
-                    )
-                )
-        threshold = outcome.metrics.get(SPARSITY_THRESHOLD_KEY)
-        if outcome.sparse is not None:
+    threshold = outcome.metrics.get(SPARSITY_THRESHOLD_KEY)
+    if outcome.sparse is not None:
+        plan.append(
+            (
+                f"sparsity/{outcome.name}",
+                _figure_path(plots_dir, "sparsity", slug),
+                lambda p, o=outcome: plot_sparse_model(o, p, result.joint_names),
+            )
+        )
+        segmentation = outcome.sparse.diagnostics.get("segmentation")
+        if isinstance(segmentation, dict) and segmentation.get("wcss"):
             plan.append(
                 (
-                    f"sparsity/{outcome.name}",
-                    _figure_path(plots_dir, "sparsity", slug),
-                    lambda p, o=outcome: plot_sparse_model(o, p, result.joint_names),
+                    f"segmentation/{outcome.name}",
+                    _figure_path(plots_dir, "segmentation", slug),
+                    lambda p, o=outcome: plot_segmentation(o, p),
                 )
             )
-            segmentation = outcome.sparse.diagnostics.get("segmentation")
-            if isinstance(segmentation, dict) and segmentation.get("wcss"):
-                plan.append(
-                    (
-                        f"segmentation/{outcome.name}",
-                        _figure_path(plots_dir, "segmentation", slug),
-                        lambda p, o=outcome: plot_segmentation(o, p),
-                    )
-                )
-        elif isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0:
-            plan.append(
-                (
-                    f"sparsity/{outcome.name}",
-                    _figure_path(plots_dir, "sparsity", slug),
-                    lambda p, o=outcome, th=float(threshold): plot_sparsity(o.parameter_names, o.values, p, th),
-                )
+    elif isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0:
+        plan.append(
+            (
+                f"sparsity/{outcome.name}",
+                _figure_path(plots_dir, "sparsity", slug),
+                lambda p, o=outcome, th=float(threshold): plot_sparsity(o.parameter_names, o.values, p, th),
             )
+        )
     return plan
 
 
@@ -195,7 +200,7 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     run_dir = Path(run_dir)
     plots_dir = run_dir / "plots"
     markdown_path, html_path = run_dir / "report.md", run_dir / "report.html"
-    plan = _plan(result, plots_dir)
+    plan = figure_plan(result, plots_dir)
     for path in (markdown_path, html_path, *(p for _, p, _ in plan)):
         if path.exists():
             raise FileExistsError(

@@ -28,6 +28,7 @@ from robotid_sim.report.tables import (
     closed_loop_rows,
     comparison_rows,
     consistency_rows,
+    diagnostic_rows,
     per_joint_rows,
     relative_error_rows,
     segmentation_summary,
@@ -81,6 +82,10 @@ _ACCELERATION_HINT = (
     "Accelerations M(q)⁻¹(τ − h(q, qd)) of each model (its mass matrix and bias rebuilt from the identified "
     "parameters, seed 003 §3.3) under the validation torque against the recorded ones (a simulation's noise-free "
     "signals, else the measured ones): RMS (rad/s² or m/s²) and RSD. Lowest value per row"
+)
+_DIAGNOSTICS_HINT = (
+    "What each estimator's model reported about its fit (its diagnostics: iterations, rejected samples, rows "
+    "removed by the velocity dead-band, ...), as in metrics.json"
 )
 _STEPS_HINT = (
     "One step per joint, in the order the joints moved; each adds the base parameters the moving joint excites, "
@@ -195,6 +200,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
     Returns:
         The Markdown text, ending with a newline.
     """
+    parts = (_md_summary, _md_validation, _md_models, _md_files)
+    return "\n".join(line for part in parts for line in part(result, images))
+
+
+def _md_summary(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """The title, the study's key/values, the comparison, failures, notes and per-joint torque RMS."""
     out = [f"# {_md_escape(result.title)}", ""]
     info = {"robot": result.robot_name, **result.info}
     out += [f"- **{_md_escape(key)}:** {_md_escape(value)}" for key, value in info.items()]
@@ -226,7 +237,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += ["## Torque RMS per joint", ""]
         out += _md_table(headers, rows)
         out += ["", "Lowest value per joint in **bold**.", ""]
+    return out
 
+
+def _md_validation(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """Physical consistency, open-loop trajectory, forward dynamics and the models' diagnostics."""
+    out: list[str] = []
     headers, rows = consistency_rows(result)
     if rows:
         out += ["## Physical consistency", ""]
@@ -245,6 +261,17 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
         out += _md_table(headers, rows, text_columns=(0, 1))
         out += ["", f"{_md_escape(_ACCELERATION_HINT)} in **bold**.", ""]
 
+    headers, rows = diagnostic_rows(result)
+    if rows:
+        out += ["## Diagnostics", ""]
+        out += _md_table(headers, rows, text_columns=(0, 1))
+        out += ["", _md_escape(_DIAGNOSTICS_HINT), ""]
+    return out
+
+
+def _md_models(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """Stepwise steps, the closed loop, and the sparse models with their equations."""
+    out: list[str] = []
     for outcome in sequential_outcomes(result):
         headers, rows = sequential_step_rows(outcome, list(result.joint_names))
         out += [f"## Steps of {_md_escape(outcome.name)} (seed 003 §3.2, §5.1)", ""]
@@ -276,7 +303,12 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
             lines = _equation_lines(outcome)
             fence = "`" * max(3, 1 + max((len(x) for x in lines if set(x) == {"`"}), default=0))
             out += [f"### Equations of {_md_escape(outcome.name)}", "", f"{fence}text", *lines, fence, ""]
+    return out
 
+
+def _md_files(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """Model files, figures, base parameters, sensitivity and the scenario as run."""
+    out: list[str] = []
     models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
     if models:
         out += ["## Identified models", ""]
@@ -310,7 +342,7 @@ def render_markdown(result: StudyResult, images: Mapping[str, str]) -> str:
     scenario = _scenario_text(result)
     if scenario:
         out += ["## Scenario", "", "```json", scenario, "```", ""]
-    return "\n".join(out)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------- HTML
@@ -392,6 +424,12 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
     Returns:
         The HTML document.
     """
+    parts = (_html_summary, _html_validation, _html_models, _html_files)
+    return "\n".join(line for part in parts for line in part(result, images))
+
+
+def _html_summary(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """The page head, the study's key/values, the comparison, failures, notes and per-joint torque RMS."""
     title = _esc(result.title)
     out = [
         "<!DOCTYPE html>",
@@ -439,7 +477,12 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         headers, rows = per_joint_rows(result)
         out += _html_table(headers, rows)
         out.append('<p class="hint">Lowest value per joint highlighted.</p>')
+    return out
 
+
+def _html_validation(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """Physical consistency, open-loop trajectory, forward dynamics and the models' diagnostics."""
+    out: list[str] = []
     headers, rows = consistency_rows(result)
     if rows:
         out.append("<h2>Physical consistency</h2>")
@@ -458,6 +501,17 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         out += _html_table(headers, rows, text_columns=(0, 1))
         out.append(f'<p class="hint">{_esc(_ACCELERATION_HINT)} highlighted.</p>')
 
+    headers, rows = diagnostic_rows(result)
+    if rows:
+        out.append("<h2>Diagnostics</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 1))
+        out.append(f'<p class="hint">{_esc(_DIAGNOSTICS_HINT)}</p>')
+    return out
+
+
+def _html_models(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """Stepwise steps, the closed loop, and the sparse models with their equations."""
+    out: list[str] = []
     for outcome in sequential_outcomes(result):
         headers, rows = sequential_step_rows(outcome, list(result.joint_names))
         out.append(f"<h2>Steps of {_esc(outcome.name)} (seed 003 §3.2, §5.1)</h2>")
@@ -487,7 +541,12 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         for outcome in sparse_outcomes(result):
             out.append(f"<h3>Equations of {_esc(outcome.name)}</h3>")
             out.append(f'<pre class="equations">{_esc(chr(10).join(_equation_lines(outcome)))}</pre>')
+    return out
 
+
+def _html_files(result: StudyResult, images: Mapping[str, str]) -> list[str]:
+    """Model files, figures, base parameters, sensitivity, the scenario as run, and the page end."""
+    out: list[str] = []
     models = [(o.name, o.model_path) for o in result.outcomes if o.model_path]
     if models:
         out.append("<h2>Identified models</h2>")
@@ -532,4 +591,4 @@ def render_html(result: StudyResult, images: Mapping[str, str]) -> str:
         out.append("<h2>Scenario</h2>")
         out.append(f"<details><summary>scenario as run</summary><pre>{_esc(scenario)}</pre></details>")
     out += ["</main>", "</body>", "</html>", ""]
-    return "\n".join(out)
+    return out

@@ -63,13 +63,15 @@ def _palette() -> tuple[tuple[float, ...], ...]:
     return tuple(_colormap("tab10").colors)
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A matplotlib Figure of ``width`` x ``height`` inches, constrained layout, rendered by Agg (never pyplot)."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _save(fig: Figure, path: str | Path) -> Path:
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG to ``path`` (its folder created) and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, format="png")
@@ -77,7 +79,7 @@ def _save(fig: Figure, path: str | Path) -> Path:
     return path
 
 
-def _grid(fig: Figure, count: int, max_cols: int, sharex: bool) -> list[Axes]:
+def panel_grid(fig: Figure, count: int, max_cols: int, sharex: bool) -> list[Axes]:
     """``count`` axes in a grid of at most ``max_cols`` columns; unused cells hidden, x labels kept visible."""
     ncols = min(count, max_cols)
     nrows = math.ceil(count / ncols)
@@ -98,7 +100,8 @@ def _label_bottom(axes: list[Axes], max_cols: int, label: str) -> None:
             ax.set_xlabel(label)
 
 
-def _log_if_wide(ax: Axes, values: np.ndarray, ratio: float = 100.0) -> None:
+def log_scale_if_wide(ax: Axes, values: np.ndarray, ratio: float = 100.0) -> None:
+    """A logarithmic y axis when the positive finite ``values`` span more than ``ratio``."""
     positive = values[np.isfinite(values) & (values > 0)]
     if positive.size and positive.max() / positive.min() > ratio:
         ax.set_yscale("log")
@@ -126,8 +129,8 @@ def plot_torque_comparison(result: StudyResult, path: str | Path, max_points: in
     colors = estimator_colors([o.name for o in result.outcomes])
     max_cols = 1 if n <= 4 else 2
     nrows = math.ceil(n / max_cols)
-    fig = _figure(12.0 if max_cols == 2 else 10.0, 1.75 * nrows + 1.1)
-    axes = _grid(fig, n, max_cols, sharex=True)
+    fig = new_figure(12.0 if max_cols == 2 else 10.0, 1.75 * nrows + 1.1)
+    axes = panel_grid(fig, n, max_cols, sharex=True)
     names = list(result.joint_names) + [f"joint {j + 1}" for j in range(len(result.joint_names), n)]
     for j, ax in enumerate(axes):
         ax.plot(t[::step], measured[::step, j], color=_MEASURED, lw=0.8, label="measured")
@@ -144,7 +147,7 @@ def plot_torque_comparison(result: StudyResult, path: str | Path, max_points: in
     _label_bottom(axes, max_cols, "time [s]")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6), frameon=False)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_forward_dynamics(result: StudyResult, path: str | Path, max_points: int = 4000) -> Path:
@@ -171,7 +174,7 @@ def plot_forward_dynamics(result: StudyResult, path: str | Path, max_points: int
     colors = estimator_colors([o.name for o in result.outcomes])
     reference = result.q_open_loop_reference
     cols = 2 if reference is not None and result.open_loop_t is not None else 1
-    fig = _figure(12.0 if cols == 2 else 10.0, 1.9 * n + 1.1)
+    fig = new_figure(12.0 if cols == 2 else 10.0, 1.9 * n + 1.1)
     axes = fig.subplots(n, cols, squeeze=False)
     names = list(result.joint_names) + [f"joint {j + 1}" for j in range(len(result.joint_names), n)]
     for j in range(n):
@@ -207,7 +210,7 @@ def plot_forward_dynamics(result: StudyResult, path: str | Path, max_points: int
                 handles.append(h)
                 labels.append(label)
     fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6), frameon=False)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_torque_errors(result: StudyResult, path: str | Path) -> Path:
@@ -224,20 +227,20 @@ def plot_torque_errors(result: StudyResult, path: str | Path) -> Path:
     outcomes = result.outcomes
     colors = estimator_colors([o.name for o in outcomes])
     rms = np.array([per_joint_rms(result, o) for o in outcomes]).reshape(len(outcomes), n)
-    fig = _figure(min(13.0, max(6.0, 1.0 + 0.3 * n * max(1, len(outcomes)) + 0.3 * n)), 4.2)
+    fig = new_figure(min(13.0, max(6.0, 1.0 + 0.3 * n * max(1, len(outcomes)) + 0.3 * n)), 4.2)
     ax = fig.subplots()
     width = 0.8 / max(1, len(outcomes))
     x = np.arange(n)
     for k, outcome in enumerate(outcomes):
         ax.bar(x - 0.4 + width * (k + 0.5), rms[k], width, color=colors[outcome.name], label=outcome.name)
-    _log_if_wide(ax, rms)
+    log_scale_if_wide(ax, rms)
     ax.set_xticks(x, result.joint_names, rotation=30 if n > 6 else 0, ha="right" if n > 6 else "center")
     ax.set_ylabel("torque RMS on validation")
     ax.set_title("Per-joint torque RMS (lower is better)", fontsize=11)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     fig.legend(loc="outside lower center", ncols=min(len(outcomes), 5), frameon=False)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_tracking_errors(result: StudyResult, path: str | Path, max_points: int = 4000) -> Path:
@@ -265,8 +268,8 @@ def plot_tracking_errors(result: StudyResult, path: str | Path, max_points: int 
     typical = np.array([np.nanmean(e) for e in errors if np.isfinite(e).any()])
     logarithmic = typical.size > 1 and typical.min() > 0 and typical.max() / typical.min() > 100.0
     max_cols = 1 if n <= 4 else 2
-    fig = _figure(12.0 if max_cols == 2 else 10.0, 1.75 * math.ceil(n / max_cols) + 1.1)
-    axes = _grid(fig, n, max_cols, sharex=True)
+    fig = new_figure(12.0 if max_cols == 2 else 10.0, 1.75 * math.ceil(n / max_cols) + 1.1)
+    axes = panel_grid(fig, n, max_cols, sharex=True)
     for j, ax in enumerate(axes):
         for outcome in outcomes:
             t = np.asarray(outcome.t, dtype=float)
@@ -286,7 +289,7 @@ def plot_tracking_errors(result: StudyResult, path: str | Path, max_points: int 
     _label_bottom(axes, max_cols, "time [s]")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=min(max(len(labels), 1), 6), frameon=False)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
@@ -313,7 +316,7 @@ def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
     order = list(dict.fromkeys(name for o in outcomes for name in o.parameter_names))
     position = {name: k for k, name in enumerate(order)}
     b = len(order)
-    fig = _figure(min(16.0, max(7.0, 2.0 + 0.14 * b)), 4.8)
+    fig = new_figure(min(16.0, max(7.0, 2.0 + 0.14 * b)), 4.8)
     ax = fig.subplots()
     markers = "os^Dv<>px*"
     any_zero = False
@@ -342,7 +345,7 @@ def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
     ax.grid(axis="x", alpha=0.12)
     ax.set_axisbelow(True)
     ax.legend(frameon=True, framealpha=0.9, fontsize=8, loc="best")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _display_name(name: str, labels: Mapping[str, str] | None) -> str:
@@ -414,11 +417,9 @@ def plot_parameter_convergence(
         band = None if std is None else BAND_SIGMAS * std
     else:
         reference = history[-1] if not own else truth if truth is not None else np.asarray(outcome.values).ravel()
-        denominator, _ = parameter_scale(reference)
-        normalised = 1.0 + (history - reference) / denominator
-        band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)
+        normalised, band = _normalised(history, std, reference)
 
-    fig = _figure(9.0, 6.4 if truth is not None else 4.2)
+    fig = new_figure(9.0, 6.4 if truth is not None else 4.2)
     if truth is not None:
         ax, ax_err = fig.subplots(2, 1, sharex=True, height_ratios=[1.6, 1.0])
     else:
@@ -432,16 +433,10 @@ def plot_parameter_convergence(
         if band is not None:
             low, high = normalised[:, k] - band[:, k], normalised[:, k] + band[:, k]
             ax.fill_between(t, low, high, color=color, alpha=0.15 if few else 0.06, lw=0)
-    finite = normalised[np.isfinite(normalised)]
     if raw:
         ax.set_ylabel("value")
     else:
-        ax.axhline(1.0, color=_TRUTH, ls="--", lw=1.0, label="true" if truth is not None else "final")
-        if finite.size:
-            low, high = np.percentile(finite, [2, 98])
-            low, high = max(min(low, 0.5), -1.0), min(max(high, 1.5), 3.0)
-            ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
-        ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true)" if truth is not None else " (final)"))
+        _normalised_axis(ax, normalised, truth is not None)
     kind = "quantities" if raw else "parameters"
     title = f"{'Convergence' if raw else 'Parameter convergence'}: {outcome.name} ({b} {kind})"
     ax.set_title(title + (f", shaded ±{BAND_SIGMAS:g}σ" if band is not None else ""), fontsize=11)
@@ -452,19 +447,44 @@ def plot_parameter_convergence(
     else:
         ax.legend(fontsize=8, loc="upper right", framealpha=0.9)
     if ax_err is not None and truth is not None:
-        distance = np.linalg.norm(history - truth, axis=1) / max(float(np.linalg.norm(truth)), 1e-300)
-        ax_err.plot(t, np.clip(distance, 1e-16, None), color="C3", lw=1.2)
-        positive = distance[np.isfinite(distance) & (distance > 0)]
-        if positive.size and positive.max() / positive.min() > 10:
-            ax_err.set_yscale("log")
-        else:
-            ax_err.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
-        ax_err.set_ylabel(r"$\|\theta(k) - \theta\| / \|\theta\|$")
-        ax_err.grid(alpha=0.3)
-        ax_err.set_xlabel(xlabel)
+        _plot_distance(ax_err, t, history, truth, xlabel)
     else:
         ax.set_xlabel(xlabel)
-    return _save(fig, path)
+    return save_figure(fig, path)
+
+
+def _normalised_axis(ax: Axes, normalised: np.ndarray, against_truth: bool) -> None:
+    """The reference line at 1, y limits around the bulk of the normalised curves, and the y label."""
+    finite = normalised[np.isfinite(normalised)]
+    ax.axhline(1.0, color=_TRUTH, ls="--", lw=1.0, label="true" if against_truth else "final")
+    if finite.size:
+        low, high = np.percentile(finite, [2, 98])
+        low, high = max(min(low, 0.5), -1.0), min(max(high, 1.5), 3.0)
+        ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+    ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true)" if against_truth else " (final)"))
+
+
+def _normalised(history: np.ndarray, std: np.ndarray | None, reference: np.ndarray):
+    """(``1 + (history − reference) / scale``, its ±:data:`BAND_SIGMAS` σ band or None), scale from
+    :func:`~robotid_sim.report.tables.parameter_scale`."""
+    denominator, _ = parameter_scale(reference)
+    normalised = 1.0 + (history - reference) / denominator
+    band = None if std is None else BAND_SIGMAS * std / np.abs(denominator)
+    return normalised, band
+
+
+def _plot_distance(ax: Axes, t: np.ndarray, history: np.ndarray, truth: np.ndarray, xlabel: str) -> None:
+    """The relative distance ‖θ(k) − θ‖ / ‖θ‖ of a history (K, b) from the truth (b,) against ``t`` (K,)."""
+    distance = np.linalg.norm(history - truth, axis=1) / max(float(np.linalg.norm(truth)), 1e-300)
+    ax.plot(t, np.clip(distance, 1e-16, None), color="C3", lw=1.2)
+    positive = distance[np.isfinite(distance) & (distance > 0)]
+    if positive.size and positive.max() / positive.min() > 10:
+        ax.set_yscale("log")
+    else:
+        ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
+    ax.set_ylabel(r"$\|\theta(k) - \theta\| / \|\theta\|$")
+    ax.grid(alpha=0.3)
+    ax.set_xlabel(xlabel)
 
 
 #: the most parameters :func:`plot_parameter_values` draws (one axis each)
@@ -504,8 +524,8 @@ def plot_parameter_values(
         )
     truth = None if outcome.true_values is None else np.asarray(outcome.true_values, dtype=float).ravel()
     max_cols = min(b, 3)
-    fig = _figure(3.4 * max_cols + 0.6, 2.1 * math.ceil(b / max_cols) + 0.9)
-    axes = _grid(fig, b, max_cols, sharex=True)
+    fig = new_figure(3.4 * max_cols + 0.6, 2.1 * math.ceil(b / max_cols) + 0.9)
+    axes = panel_grid(fig, b, max_cols, sharex=True)
     for k, ax in enumerate(axes):
         name = outcome.parameter_names[k] if k < len(outcome.parameter_names) else f"θ{k + 1}"
         ax.plot(t, history[:, k], color="C0", lw=1.1, label="estimate")
@@ -538,7 +558,7 @@ def plot_parameter_values(
     handles, legend = axes[0].get_legend_handles_labels()
     fig.legend(handles, legend, loc="outside lower center", ncols=len(legend), frameon=False)
     fig.suptitle(f"Parameter estimates: {outcome.name}", fontsize=11)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_sensitivity(
@@ -564,10 +584,10 @@ def plot_sensitivity(
     P = rms.shape[0]
     few = P <= 10
     cmap = _colormap("viridis")
-    fig = _figure(9.0, 4.8)
+    fig = new_figure(9.0, 4.8)
     ax = fig.subplots()
     markers = "os^Dv<>px*"
-    _log_if_wide(ax, rms)
+    log_scale_if_wide(ax, rms)
     # on a log axis the RMS 0 at ×1 (and of a parameter that is 0) leaves a gap rather than a drop to the floor
     floor = 0.0 if ax.get_yscale() == "log" else -np.inf
     for i, name in enumerate(table.parameter_names):
@@ -590,7 +610,7 @@ def plot_sensitivity(
         frameon=False,
         ncols=1 if P <= 20 else 2,
     )
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
@@ -620,8 +640,8 @@ def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
     )
     max_cols = min(n, 3)
     nrows = math.ceil(n / max_cols)
-    fig = _figure(3.6 * max_cols + 0.6, 2.6 * nrows + 0.8)
-    axes = _grid(fig, n, max_cols, sharex=False)
+    fig = new_figure(3.6 * max_cols + 0.6, 2.6 * nrows + 0.8)
+    axes = panel_grid(fig, n, max_cols, sharex=False)
     for j, ax in enumerate(axes):
         x = qd[:, j if qd.shape[1] > 1 else 0]
         for name in series:
@@ -639,7 +659,7 @@ def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
             ax.set_ylabel("friction torque")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6), frameon=False)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_sparsity(
@@ -685,7 +705,7 @@ def plot_sparsity(
     heading = f"{active} of {magnitude.size} terms active (|c| ≥ {threshold:.3g})"
     fontsize = 8 if p <= 30 else 6.5 if p <= 70 else 5.5
     if coefficients.ndim == 1:
-        fig = _figure(min(16.0, max(7.0, 2.0 + 0.14 * p)), 4.6)
+        fig = new_figure(min(16.0, max(7.0, 2.0 + 0.14 * p)), 4.6)
         ax = fig.subplots()
         positive = magnitude[magnitude > 0]
         floor = min(threshold, positive.min() if positive.size else threshold) * 1e-2
@@ -706,7 +726,7 @@ def plot_sparsity(
     else:
         m = coefficients.shape[1]
         columns = list(column_names) if column_names is not None else [f"τ{j + 1}" for j in range(m)]
-        fig = _figure(max(5.0, 2.6 + 0.55 * m), min(20.0, max(3.5, 1.4 + 0.17 * p)))
+        fig = new_figure(max(5.0, 2.6 + 0.55 * m), min(20.0, max(3.5, 1.4 + 0.17 * p)))
         ax = fig.subplots()
         with np.errstate(divide="ignore"):
             logs = np.log10(magnitude)
@@ -721,7 +741,7 @@ def plot_sparsity(
         ax.set_xticks(np.arange(m), columns, fontsize=8)
         ax.set_yticks(np.arange(p), list(names), fontsize=fontsize)
     ax.set_title(heading if title is None else title, fontsize=11)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 # ------------------------------------------------------------------------------ sparse (feature-library) models
@@ -752,7 +772,7 @@ def plot_active_terms(result: StudyResult, path: str | Path) -> Path:
         raise DataError("plot_active_terms needs at least one feature-library model in the study")
     n = max(o.sparse.coefficients.shape[0] for o in outcomes)
     colors = estimator_colors([o.name for o in result.outcomes])
-    fig = _figure(max(6.0, 2.5 + 0.9 * n * max(1, len(outcomes)) ** 0.5), 4.2)
+    fig = new_figure(max(6.0, 2.5 + 0.9 * n * max(1, len(outcomes)) ** 0.5), 4.2)
     ax = fig.subplots()
     width = 0.8 / len(outcomes)
     x = np.arange(n)
@@ -770,7 +790,7 @@ def plot_active_terms(result: StudyResult, path: str | Path) -> Path:
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     ax.set_title("Active terms per joint", fontsize=11)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_sparse_model(outcome: EstimatorOutcome, path: str | Path, joint_names: Sequence[str] | None = None) -> Path:
@@ -796,12 +816,12 @@ def plot_sparse_model(outcome: EstimatorOutcome, path: str | Path, joint_names: 
     of = f" of a library of {size} candidates" if isinstance(size, int) else ""
     title = f"{outcome.name}: {len(sparse.terms)} terms{of} kept; {active} active coefficients (|ξ| > {threshold:.3g})"
     if not sparse.terms:
-        fig = _figure(6.0, 2.5)
+        fig = new_figure(6.0, 2.5)
         ax = fig.subplots()
         ax.text(0.5, 0.5, "no active term", ha="center", va="center")
         ax.set_axis_off()
         ax.set_title(title, fontsize=10)
-        return _save(fig, path)
+        return save_figure(fig, path)
     return plot_sparsity(sparse.terms, coefficients.T, path, threshold, column_names=columns, title=title)
 
 
@@ -822,7 +842,7 @@ def plot_segmentation(outcome: EstimatorOutcome, path: str | Path) -> Path:
     wcss = np.asarray(seg.get("wcss") or [], dtype=float) if isinstance(seg, dict) else np.zeros(0)
     if wcss.size == 0:
         raise DataError(f"'{outcome.name}' has no RAI segmentation to draw")
-    fig = _figure(10.5, 4.2)
+    fig = new_figure(10.5, 4.2)
     left, right = fig.subplots(1, 2)
     features = seg.get("features")
     states = seg.get("feature_states")
@@ -875,4 +895,4 @@ def plot_segmentation(outcome: EstimatorOutcome, path: str | Path) -> Path:
     right.grid(alpha=0.3)
     right.set_title("elbow on the within-cluster sum of squares", fontsize=10)
     fig.suptitle(f"{outcome.name}: RAI + k-means segmentation", fontsize=11)
-    return _save(fig, path)
+    return save_figure(fig, path)

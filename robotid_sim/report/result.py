@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from robotid_sim.control.comparison import ClosedLoopOutcome
+from robotid_sim.identification.evaluation import Failure
+
 if TYPE_CHECKING:
     from robotid_sim.identification import IdentifiedModel
     from robotid_sim.identification.metrics import SensitivityTable
@@ -177,25 +180,6 @@ class SparseModelSummary:
 
 
 @dataclass
-class ClosedLoopOutcome:
-    """What one controller did in the closed-loop comparison (SPEC §10, seed 000 Fig. 15).
-
-    Attributes:
-        name: the controller's label (``"pid"``, ``"feedforward(ols)"``).
-        metrics: its row of ``metrics.json``: ``eta`` (n,) = mean |q_ref - q| per joint, ``eta_mean``,
-            ``max_error`` (n,), ``units`` (n,) (``"deg"``, or ``"mm"`` for a prismatic joint), ``plant``,
-            ``model``, ``controller_type``, ``duration_s``, ``diverged_at``.
-        t: (N,) time of the run, or None (a run folder read back keeps no time series).
-        error: (N, n) tracking error q_ref - q in ``units``, or None.
-    """
-
-    name: str
-    metrics: dict
-    t: np.ndarray | None = None
-    error: np.ndarray | None = None
-
-
-@dataclass
 class SensitivityOutcome:
     """The ±50 % parameter sensitivity of one estimator's model (seed 004 Table 6, Fig. 8).
 
@@ -209,35 +193,6 @@ class SensitivityOutcome:
     estimator: str
     table: SensitivityTable
     horizon_s: float
-
-
-@dataclass
-class Failure:
-    """An estimator whose ``fit`` raised, or a controller that raised (or stopped) in the loop: the other results
-    of the run are complete without it.
-
-    Attributes:
-        kind: ``"estimator"`` or ``"controller"``.
-        name: its label in the scenario.
-        error: ``"<ExceptionType>: <message>"``.
-        traceback: the formatted traceback (where the error came from, for the plugin's author).
-    """
-
-    kind: str
-    name: str
-    error: str
-    traceback: str = ""
-
-    @classmethod
-    def of(cls, kind: str, name: str, exc: BaseException) -> Failure:
-        import traceback
-
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return cls(kind, name, f"{type(exc).__name__}: {exc}", text)
-
-    def metrics_row(self) -> dict:
-        """Its row of ``metrics.json``."""
-        return {self.kind: self.name, "status": "failed", "error": self.error, "traceback": self.traceback}
 
 
 @dataclass

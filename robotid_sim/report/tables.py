@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robotid_sim.report.result import ClosedLoopOutcome, EstimatorOutcome, StudyResult
+from robotid_sim.control.comparison import ClosedLoopOutcome
+from robotid_sim.report.result import EstimatorOutcome, StudyResult
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -298,6 +299,25 @@ def trajectory_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
         first row only; no rows when no estimator has the indices.
     """
     return _joint_index_rows(result, TRAJECTORY_INDICES, "trajectory_rms")
+
+
+def diagnostic_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """The diagnostics table: one row per (estimator, diagnostic) with every diagnostic the estimator's model
+    reported in its row of ``metrics.json`` (whatever the estimator:
+    :func:`~robotid_sim.identification.evaluation.reported_diagnostics`); a list is shown joined.
+
+    Returns:
+        ``(headers, rows)``; no rows when no model reported a diagnostic.
+    """
+    from robotid_sim.identification.evaluation import diagnostic_keys
+
+    rows = []
+    for outcome in result.outcomes:
+        for key in diagnostic_keys(outcome.metrics):
+            value = outcome.metrics[key]
+            text = _joined(_numbers(value), format_number) if isinstance(value, list) else format_number(value)
+            rows.append([Cell(outcome.name), Cell(key), Cell(text, _number(value))])
+    return ["estimator", "diagnostic", "value"], rows
 
 
 def _scaled_column(table, factor: float) -> int | None:

@@ -1,7 +1,8 @@
-"""Scenarios: YAML schema and the runner that turns one into a run folder.
+"""Scenarios: the YAML schema, the bundled scenarios, and the checked plan of a run
+(:mod:`robotid_sim.scenario.plan`); :mod:`robotid_sim.studies` runs them.
 
 The names below are imported on first access (PEP 562): reading a scenario (:func:`load_scenario`) does
-not load the runner, the estimators, the simulator or the report.
+not load the estimators or the simulator.
 """
 
 from __future__ import annotations
@@ -11,15 +12,11 @@ from typing import TYPE_CHECKING
 from robotid_sim._lazy import lazy_attributes
 
 _LAZY_ATTRIBUTES: dict[str, str] = {
-    "load_run_result": "robotid_sim.scenario.results",
-    "DEFAULT_SCENARIO": "robotid_sim.scenario.runner",
-    "bundled_scenarios": "robotid_sim.scenario.runner",
-    "prepare_closed_loop_study": "robotid_sim.scenario.runner",
-    "prepare_run": "robotid_sim.scenario.runner",
-    "remove_stale_partials": "robotid_sim.scenario.runner",
-    "resolve_scenario_path": "robotid_sim.scenario.runner",
-    "run_scenario": "robotid_sim.scenario.runner",
-    "run_closed_loop_study": "robotid_sim.scenario.runner",
+    "DEFAULT_SCENARIO": "robotid_sim.scenario.plan",
+    "bundled_scenarios": "robotid_sim.scenario.plan",
+    "prepare_closed_loop_study": "robotid_sim.scenario.plan",
+    "prepare_run": "robotid_sim.scenario.plan",
+    "resolve_scenario_path": "robotid_sim.scenario.plan",
     "ClosedLoopStudy": "robotid_sim.scenario.schema",
     "Scenario": "robotid_sim.scenario.schema",
     "load_scenario": "robotid_sim.scenario.schema",
@@ -28,16 +25,12 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from robotid_sim.scenario.results import load_run_result
-    from robotid_sim.scenario.runner import (
+    from robotid_sim.scenario.plan import (
         DEFAULT_SCENARIO,
         bundled_scenarios,
         prepare_closed_loop_study,
         prepare_run,
-        remove_stale_partials,
         resolve_scenario_path,
-        run_closed_loop_study,
-        run_scenario,
     )
     from robotid_sim.scenario.schema import (
         ClosedLoopStudy,
@@ -52,16 +45,12 @@ __all__ = [
     "ClosedLoopStudy",
     "Scenario",
     "bundled_scenarios",
-    "load_run_result",
     "load_scenario",
     "parse_closed_loop_study",
     "parse_scenario",
     "prepare_closed_loop_study",
     "prepare_run",
-    "remove_stale_partials",
     "resolve_scenario_path",
-    "run_closed_loop_study",
-    "run_scenario",
 ]
 
 

@@ -5,23 +5,20 @@ identification (SPEC §10, seed 000 Fig. 15).
 registered and takes its options (built and reset on the robot once), each ``model`` (of a
 controller, or the ``plant``) names an estimator label of the run, ``CAD`` (the robot's own
 parameters) or a model file that loads for this robot, the reference is inside the joint limits,
-and the run fits the time and memory limits. :func:`run_closed_loop_plan` then drives the plant
-with each controller, the labels replaced by the models just identified, through
-:func:`robotid_sim.control.closed_loop.run_closed_loop`.
+and the run fits the time and memory limits. :func:`robotid_sim.control.comparison.run_closed_loop_plan`
+then drives the plant with each controller, the labels replaced by the models just identified.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from robotid_sim.control import Plant
-from robotid_sim.control.closed_loop import PYBULLET, describe_plant, run_closed_loop
+from robotid_sim.control.closed_loop import PYBULLET
 from robotid_sim.errors import ConfigError, PluginError, RobotIdError
-from robotid_sim.report import ClosedLoopOutcome, Failure
 from robotid_sim.scenario.budget import check_closed_loop
 from robotid_sim.scenario.schema import CAD_LABEL, ClosedLoopConfig, repeated
 from robotid_sim.sim.simulate import resolve_excitation
@@ -117,23 +114,52 @@ def prepare_closed_loop(
     known = {label.casefold(): label for label in labels}
     if cad_available:
         known[CAD_LABEL.casefold()] = CAD_LABEL
+    source = _ModelSources(known, robot, base_dir)
+    controllers = _controller_plans(config, robot, source)
+    plant: str | ModelSource = PYBULLET
+    if config.plant != PYBULLET:
+        plant = source(config.plant, "closed_loop.plant")
+        if not config.friction:
+            raise ConfigError(
+                "closed_loop.friction: false switches off the friction of the PyBullet plant; a model plant has the "
+                "friction it was identified with (remove 'friction')"
+            )
+    reference, text = _reference(config, robot, default_reference)
+    duration = float(reference.duration if config.duration is None else config.duration)
+    check_closed_loop(robot.n_dof, duration, config.dt, len(controllers), allow_large=allow_large)
+    reference.check_limits(robot)
+    return ClosedLoopPlan(config, controllers, plant, reference, text, duration)
 
-    def source(value: Any, where: str) -> ModelSource:
+
+@dataclasses.dataclass(frozen=True)
+class _ModelSources:
+    """Resolves a ``model`` option: an estimator label of the run (or ``CAD``) in ``known`` (case-folded to the
+    label as spelled), else a model file of ``robot`` relative to ``base_dir``."""
+
+    known: dict[str, str]
+    robot: Any
+    base_dir: Path
+
+    def __call__(self, value: Any, where: str) -> ModelSource:
         if not isinstance(value, str):
             raise ConfigError(f"{where} must name an estimator label, '{CAD_LABEL}' or a model file, got {value!r:.80}")
-        if value.casefold() in known:
-            return ModelSource(value, label=known[value.casefold()])
+        if value.casefold() in self.known:
+            return ModelSource(value, label=self.known[value.casefold()])
         from robotid_sim.identification import load_model
 
-        path = Path(value) if Path(value).is_absolute() else base_dir / value
+        path = Path(value) if Path(value).is_absolute() else self.base_dir / value
         try:
-            return ModelSource(value, model=load_model(path, robot=robot))
+            return ModelSource(value, model=load_model(path, robot=self.robot))
         except RobotIdError as exc:
-            choices = ", ".join(f"'{label}'" for label in known.values()) or "none in this run"
+            choices = ", ".join(f"'{label}'" for label in self.known.values()) or "none in this run"
             raise ConfigError(
                 f"{where}: '{value}' is neither an estimator label ({choices}) nor a model file of this robot: {exc}"
             ) from None
 
+
+def _controller_plans(config: ClosedLoopConfig, robot, source: _ModelSources) -> list[ControllerPlan]:
+    """Each controller of the section: registered, its options and model resolved, built and reset on the robot
+    once; labels distinct. ConfigError naming the entry otherwise."""
     from robotid_sim.plugins import get_controller
 
     controllers = []
@@ -168,88 +194,18 @@ def prepare_closed_loop(
         raise ConfigError(
             f"closed_loop.controllers: {dupes} appear twice once 'model' is applied; give each a distinct 'label'"
         )
-    plant: str | ModelSource = PYBULLET
-    if config.plant != PYBULLET:
-        plant = source(config.plant, "closed_loop.plant")
-        if not config.friction:
-            raise ConfigError(
-                "closed_loop.friction: false switches off the friction of the PyBullet plant; a model plant has the "
-                "friction it was identified with (remove 'friction')"
-            )
+    return controllers
+
+
+def _reference(config: ClosedLoopConfig, robot, default_reference: Any) -> tuple[Any, str]:
+    """(the excitation tracked, how it was chosen for the report)."""
     if config.reference == "default":
-        reference, text = resolve_excitation(robot, "default"), f"the default excitation of '{robot.name}'"
-    elif config.reference is not None:
-        reference = resolve_excitation(robot, config.reference)
-        text = f"the {config.reference['type']} excitation of closed_loop.reference"
-    elif default_reference is not None:
-        reference, text = default_reference, "the validation trajectory"
-    else:
-        reference, text = resolve_excitation(robot, "default"), f"the default excitation of '{robot.name}'"
-    duration = float(reference.duration if config.duration is None else config.duration)
-    check_closed_loop(robot.n_dof, duration, config.dt, len(controllers), allow_large=allow_large)
-    reference.check_limits(robot)
-    return ClosedLoopPlan(config, controllers, plant, reference, text, duration)
-
-
-def run_closed_loop_plan(
-    plan: ClosedLoopPlan, robot, models: dict[str, Any], report: Callable[[str, int, int], None]
-) -> tuple[list[ClosedLoopOutcome], list[str]]:
-    """Drive the plant with each controller of ``plan``.
-
-    Args:
-        plan: the checked section.
-        robot: the robot of the run.
-        models: the run's models by label, case-folded (``"ols"``, ``"cad"``).
-        report: progress callback(task, done, total).
-
-    Returns:
-        ``(outcomes, notes, failures)``: one :class:`~robotid_sim.report.ClosedLoopOutcome` per controller that
-        ran to the end, notes for the report (what was tracked, by which plant), and a
-        :class:`~robotid_sim.report.Failure` per controller that raised or was stopped (a joint leaving its limits,
-        a torque that is not finite).
-    """
-    config = plan.config
-    if isinstance(plan.plant, str):
-        plant, plant_name = PYBULLET, PYBULLET + ("" if config.friction else " without friction")
-    else:
-        plant = plan.plant.get(models)
-        plant_name = f"'{plan.plant.text}' ({describe_plant(plant)})"
-    outcomes: list[ClosedLoopOutcome] = []
-    notes: list[str] = []
-    failures: list[Failure] = []
-    total = len(plan.controllers)
-    for k, entry in enumerate(plan.controllers):
-        report("closed loop", k, total)
-        try:
-            controller = entry.build(models)
-            result = run_closed_loop(
-                robot, controller, plan.reference, plan.duration, plant, dt=config.dt, friction=config.friction
-            )
-        except Exception as exc:  # noqa: BLE001 - the loop's own stop (a DataError: a joint left its limits, a
-            # torque was not finite) or anything a plugin controller raises; the other controllers still run
-            log.warning("controller '%s' failed: %s: %s", entry.label, type(exc).__name__, exc)
-            failures.append(Failure.of("controller", entry.label, exc))
-            continue
-        metrics = {
-            "controller_type": entry.cls.name or entry.cls.__name__,
-            "model": None if entry.model is None else entry.model.text,
-            **result.metrics(),
-        }
-        outcomes.append(ClosedLoopOutcome(entry.label, metrics, result.t, result.error_display))
-    report("closed loop", total, total)
-    notes.insert(
-        0,
-        f"closed loop: each controller tracks {plan.reference_text} for {plan.duration:g} s at dt = "
-        f"{config.dt:g} s on the plant {plant_name}, from the reference's first state; η = mean |q_ref - q| "
-        "per joint (seed 000 Fig. 15)",
-    )
-    own = [c.label for c in plan.controllers if c.takes_model and c.model is None]
-    if own:
-        notes.append(
-            f"closed loop: {', '.join(own)} given no model use the plant's own model"
-            + (" (the true robot)" if isinstance(plan.plant, str) else "")
+        return resolve_excitation(robot, "default"), f"the default excitation of '{robot.name}'"
+    if config.reference is not None:
+        return (
+            resolve_excitation(robot, config.reference),
+            f"the {config.reference['type']} excitation of closed_loop.reference",
         )
-    diverged = [o.name for o in outcomes if o.metrics.get("diverged_at") is not None]
-    if diverged:
-        notes.append(f"closed loop: the model plant diverged under {', '.join(diverged)} (η shown as inf)")
-    return outcomes, notes, failures
+    if default_reference is not None:
+        return default_reference, "the validation trajectory"
+    return resolve_excitation(robot, "default"), f"the default excitation of '{robot.name}'"

@@ -1,4 +1,5 @@
-"""Preprocessing of measured signals (SPEC §7): filters, differentiation, automatic smoothing.
+"""Preprocessing of measured signals (SPEC §7): filters, differentiation, automatic smoothing, and the
+dataset preprocessing a run applies (:func:`robotid_sim.signal.preprocess.preprocess`).
 
 Zero-phase Butterworth filtering, central differences (seed 001 Eq. 24), Savitzky–Golay,
 decimation, period averaging, and smoothing whose order or bandwidth is chosen by leave-one-out
@@ -14,6 +15,7 @@ from robotid_sim.signal.filters import (
     period_average,
     savgol,
 )
+from robotid_sim.signal.preprocess import average_periods, lowpass_and_differentiate, period_samples
 from robotid_sim.signal.smoothing import (
     AutoSmoothing,
     LowessSmoothing,
@@ -27,13 +29,16 @@ __all__ = [
     "AutoSmoothing",
     "LowessSmoothing",
     "PolynomialSmoothing",
+    "average_periods",
     "butterworth_filtfilt",
     "central_difference",
     "decimate",
     "downsample",
     "loocv_lowess",
     "loocv_polynomial",
+    "lowpass_and_differentiate",
     "period_average",
+    "period_samples",
     "savgol",
     "smooth_auto",
 ]

@@ -15,15 +15,17 @@ recording's times) and ``"metadata"`` (what that recording's metadata says that 
 not) when it was stacked. Each next experiment starts :data:`STACK_GAP_PERIODS` sample periods after
 the previous one ends, so t stays strictly increasing and the join shows as a time gap.
 :func:`experiments` reads the ranges back (or splits a record at its time gaps), and
-:func:`per_experiment` / :func:`preprocess` filter and differentiate each experiment on its own:
-nothing is ever filtered or differentiated across a join.
+:func:`per_experiment` applies a function to each experiment on its own
+(:func:`robotid_sim.signal.preprocess.preprocess` filters and differentiates through it): nothing is ever
+filtered or differentiated across a join.
 
 Example (three recordings of another tool: angles in degrees, unix time)::
 
     layout = {"keys": {"t": "times", "q": "positions", "qd": "velocities", "tau": "torques"},
               "units": {"t": "unix", "q": "deg"}}
     ds = load_logs([{**layout, "path": f"run{k}.npz"} for k in (1, 2, 3)], robot)
-    ds, notes = preprocess(ds, lowpass_hz=20.0, differentiate=True)
+    ds, notes = preprocess(ds, per_experiment=per_experiment, experiments=experiments, lowpass_hz=20.0,
+                           differentiate=True)  # robotid_sim.signal.preprocess
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from robotid_sim.errors import ConfigError, DataError, format_validation_error
 from robotid_sim.safety import safe_name
-from robotid_sim.signal import butterworth_filtfilt, central_difference, decimate, downsample
+from robotid_sim.signal import decimate, downsample
 from robotid_sim.sim.dataset import Dataset, Signals, experiment_entries
 from robotid_sim.sim.recordings import (
     DERIVED_NOTE,
@@ -69,7 +71,6 @@ __all__ = [
     "load_logs",
     "parse_log_source",
     "per_experiment",
-    "preprocess",
     "stack_experiments",
 ]
 
@@ -1094,61 +1095,3 @@ def per_experiment(ds: Dataset, func: Callable[[Dataset], Dataset]) -> Dataset:
         joint_names=list(ds.joint_names),
         metadata=metadata,
     )
-
-
-def preprocess(
-    ds: Dataset, *, lowpass_hz: float | None = None, differentiate: bool = False
-) -> tuple[Dataset, list[str]]:
-    """Zero-phase low-pass and central-difference differentiation within each experiment (SPEC §7).
-
-    For each experiment (:func:`experiments`), at its own sampling rate: a 4th-order zero-phase
-    Butterworth low-pass (:func:`~robotid_sim.signal.butterworth_filtfilt`) on q, qd and tau, and
-    on qdd unless it is recomputed; with ``differentiate``, qd and qdd recomputed from q by central
-    differences (seed 001 Eq. 24, :func:`~robotid_sim.signal.central_difference`). Nothing is
-    filtered or differentiated across the join of two experiments. t and the truth are unchanged.
-
-    Args:
-        ds: the measured dataset.
-        lowpass_hz: cut-off in Hz, or None for no filter.
-        differentiate: recompute qd and qdd from q.
-
-    Returns:
-        ``(dataset, notes)``: the preprocessed dataset (``ds`` itself when nothing is asked) and one
-        line per step for the report.
-
-    Raises:
-        ConfigError: a cut-off at or above an experiment's Nyquist frequency.
-        DataError: an experiment too short for the filter or the differences (named, with its
-            sample range).
-    """
-    if lowpass_hz is None and not differentiate:
-        return ds, []
-
-    def one(part: Dataset) -> Dataset:
-        q, qd, qdd, tau = part.q, part.qd, part.qdd, part.tau
-        fs = 1.0 / part.dt
-        if lowpass_hz is not None:
-            q, qd, tau = (butterworth_filtfilt(x, fs, lowpass_hz) for x in (q, qd, tau))
-        if differentiate:
-            qd = central_difference(q, part.dt)
-            qdd = central_difference(qd, part.dt)
-        elif lowpass_hz is not None:
-            qdd = butterworth_filtfilt(qdd, fs, lowpass_hz)
-        return Dataset(part.t, q, qd, qdd, tau, truth=part.truth, joint_names=part.joint_names, metadata=part.metadata)
-
-    out = per_experiment(ds, one)
-    notes = []
-    if lowpass_hz is not None:
-        notes.append(f"zero-phase Butterworth low-pass at {lowpass_hz} Hz on q, qd, tau")
-    if differentiate:
-        notes.append("qd and qdd recomputed from q by central differences (seed 001 Eq. 24)")
-    parts = experiments(out)
-    if len(parts) > 1:
-        done = " and ".join(
-            w for w, on in (("filtered", lowpass_hz is not None), ("differentiated", differentiate)) if on
-        )
-        notes.append(
-            f"{done} within each of the {len(parts)} experiments ({', '.join(name for name, _ in parts)}), never "
-            "across a join"
-        )
-    return out, notes

@@ -60,7 +60,7 @@ def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for key, members in groups.items():
         ok = [r for r in members if r["status"] == "ok"]
-        rolled = [r for r in ok if r["diverged"] or r["trajectory_error"] is not None]
+        rolled = [r for r in ok if r["diverged"] or r["trajectory_rms_total"] is not None]
         summary: dict[str, Any] = dict(zip(GROUP, key, strict=True))
         summary |= {
             "tasks": len(members),

@@ -1,7 +1,7 @@
 """Run a sweep into its folder, resuming what an earlier run of it left (SPEC: Monte Carlo sweeps).
 
 1. The sweep is checked before anything runs: every (robot, excitation, noise preset) combination is
-   prepared as a scenario would be (:func:`robotid_sim.scenario.runner.prepare_run`: robot, estimators and
+   prepared as a scenario would be (:func:`robotid_sim.scenario.plan.prepare_run`: robot, estimators and
    their options, both excitations against the joint limits, the noise chain, the run's size).
 2. The grid is laid out in cells (robot, excitation, noise, repetition) of tasks (one per estimator), each task
    named by its hash (:func:`robotid_sim.sweep.tasks.task_id`).
@@ -10,8 +10,9 @@
    Each record is written atomically the moment its cell comes back (:mod:`robotid_sim.sweep.store`). A failed
    estimator or simulation is recorded with its error and the sweep goes on; a cell lost with its worker is
    not recorded and runs on the next start.
-4. The tables (:mod:`robotid_sim.sweep.aggregate`) and the report (:mod:`robotid_sim.sweep.report`) are written
-   from every result of the grid, so a resumed sweep reports the whole grid.
+4. The tables (:mod:`robotid_sim.sweep.aggregate`) and the report (:mod:`robotid_sim.report.sweep`, given by
+   :func:`robotid_sim.studies.run_sweep`) are written from every result of the grid, so a resumed sweep reports
+   the whole grid.
 
 Running the same sweep again (same output folder, or ``resume=RUN_DIR``) therefore runs only the tasks not yet
 done; ``max_tasks`` stops after that many tasks (whole cells' worth, at most), leaving the rest for later.
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.run_folder import output_root
 from robotid_sim.sweep import store
 from robotid_sim.sweep.config import SweepConfig, load_sweep_config, parse_sweep_config
 from robotid_sim.sweep.tasks import cell_identity, prepare_cell, run_cell, task_id
@@ -36,13 +38,16 @@ log = logging.getLogger(__name__)
 #: the parent folder of a sweep's folder when none is given
 DEFAULT_SWEEPS_DIR = Path("runs") / "sweeps"
 
-#: progress(tasks done, tasks to run this time)
-SweepProgress = Callable[[int, int], None]
+#: progress(label, tasks done, tasks to run this time), the label being ``"sweep"``
+SweepProgress = Callable[[str, int, int], None]
+#: ``write_report(run_dir, title, info, rows, summary, crb) -> {name: path}``: the sweep's report
+#: (:func:`robotid_sim.report.sweep.write_report`)
+ReportWriter = Callable[..., dict[str, Path]]
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepOutcome:
-    """What a call of :func:`run_sweep` did.
+    """What a call of :func:`run_sweep_tasks` did.
 
     Attributes:
         run_dir: the sweep's folder.
@@ -118,7 +123,7 @@ def check_sweep(config: SweepConfig, cells: list[dict[str, Any]]) -> None:
             ) from None
 
 
-def run_sweep(
+def run_sweep_tasks(
     sweep: str | Path | SweepConfig | dict | None = None,
     out_dir: str | Path | None = None,
     *,
@@ -129,8 +134,10 @@ def run_sweep(
     max_tasks: int | None = None,
     progress: SweepProgress | None = None,
     base_dir: str | Path | None = None,
+    write_report: ReportWriter | None = None,
 ) -> SweepOutcome:
-    """Run (or resume) a sweep and write its tables and report.
+    """Run (or resume) a sweep and write its tables, and its report with ``write_report`` when given
+    (:func:`robotid_sim.studies.run_sweep` gives it).
 
     Args:
         sweep: a sweep file, a bundled sweep name (``small``, ``birdy``), a :class:`SweepConfig` or its mapping;
@@ -141,9 +148,10 @@ def run_sweep(
         workers: worker processes (default: one per core).
         address: a Dask scheduler address (``dask`` only; default: a local cluster).
         max_tasks: run at most this many tasks this time (whole cells), the rest on a later start.
-        progress: callable(tasks done, tasks to run) as results come in.
+        progress: callable(``"sweep"``, tasks done, tasks to run) as results come in.
         base_dir: folder relative robot paths are resolved against (default: the sweep file's, else the working
             folder).
+        write_report: writes the report from the tables (:data:`ReportWriter`); None: no report.
 
     Raises:
         ConfigError (or another RobotIdError): a sweep that cannot run; nothing is simulated then.
@@ -168,7 +176,7 @@ def run_sweep(
     total = sum(len(c["estimators"]) for c in cells)
     log.info("sweep %s: %d tasks, %d done before, %d to run now", config.name, total, len(done), to_run)
     report = progress or (lambda *_: None)
-    report(0, to_run)
+    report("sweep", 0, to_run)
     from robotid_sim.sweep.executors import run_cells
 
     start = time.perf_counter()
@@ -184,9 +192,9 @@ def run_sweep(
         for record in outcome:
             store.save_result(run_dir, record)
         ran += len(outcome)
-        report(ran, to_run)
+        report("sweep", ran, to_run)
     seconds = time.perf_counter() - start
-    return _finish(run_dir, config, cells, len(done), ran, seconds, executor)
+    return _finish(run_dir, config, cells, (len(done), ran, seconds, executor), write_report)
 
 
 def _locate(sweep, out_dir, resume, base_dir) -> tuple[Path, SweepConfig, Path]:
@@ -213,10 +221,7 @@ def _locate(sweep, out_dir, resume, base_dir) -> tuple[Path, SweepConfig, Path]:
         if not (run_dir / store.SWEEP_FILE).is_file():
             raise ConfigError(f"{resume} is not a sweep folder (it has no {store.SWEEP_FILE})")
     else:
-        root = Path(out_dir) if out_dir is not None else DEFAULT_SWEEPS_DIR
-        if root.exists() and not root.is_dir():
-            raise ConfigError(f"the output folder {root} exists and is not a folder")
-        run_dir = root / config.folder_name
+        run_dir = output_root(out_dir, DEFAULT_SWEEPS_DIR) / config.folder_name
     if base_dir is not None:
         base = Path(base_dir)
     else:
@@ -225,11 +230,13 @@ def _locate(sweep, out_dir, resume, base_dir) -> tuple[Path, SweepConfig, Path]:
 
 
 def _finish(
-    run_dir: Path, config: SweepConfig, cells, reused: int, ran: int, seconds: float, executor: str
+    run_dir: Path, config: SweepConfig, cells, counts: tuple[int, int, float, str], write_report: ReportWriter | None
 ) -> SweepOutcome:
+    """Write the tables (and the report) from every result of the grid; ``counts``: (reused, ran, seconds,
+    executor) of this call."""
     from robotid_sim.sweep import aggregate
-    from robotid_sim.sweep.report import write_report
 
+    reused, ran, seconds, executor = counts
     records = [r for c in cells for e in c["estimators"] if (r := store.load_result(run_dir, e["task_id"])) is not None]
     total = sum(len(c["estimators"]) for c in cells)
     rows = aggregate.table_rows(records)
@@ -255,5 +262,6 @@ def _finish(
     }
     if config.description:
         info["description"] = " ".join(config.description.split())
-    tables |= write_report(run_dir, config.name, info, rows, summary, crb)
+    if write_report is not None:
+        tables |= write_report(run_dir, config.name, info, rows, summary, crb)
     return SweepOutcome(run_dir, total, reused, ran, failed, total - len(rows), seconds, tables)

@@ -21,16 +21,16 @@ import functools
 import hashlib
 import json
 import logging
-import time
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 #: figures of merit of each task, in the table's column order (BIRDy's: parameter error, torque error,
-#: trajectory error, time)
-FIGURES = ("param_error", "torque_error", "trajectory_error", "fit_time_s")
-#: bump when a record's meaning changes: results of another version are re-run, not mixed in
-RECORD_VERSION = 1
+#: trajectory error, time), named as in a run's ``metrics.json`` (:mod:`robotid_sim.identification.evaluation`)
+FIGURES = ("base_parameter_error", "torque_relative_error_vs_truth", "trajectory_rms_total", "fit_time_s")
+#: bump when a record's meaning changes: results of another version are re-run, not mixed in (2: the figures
+#: renamed as in a run's metrics)
+RECORD_VERSION = 2
 
 
 def _canonical(value: Any) -> str:
@@ -70,7 +70,7 @@ def cell_identity(
 @functools.lru_cache(maxsize=16)
 def _plan(plan_key: str, robot_ref: str):
     """The checked run plan of a cell (robot, estimators, both excitations, noise chain), cached per worker."""
-    from robotid_sim.scenario.runner import prepare_run
+    from robotid_sim.scenario.plan import prepare_run
     from robotid_sim.scenario.schema import parse_scenario
 
     spec = json.loads(plan_key)
@@ -100,7 +100,7 @@ def plan_key(spec: dict[str, Any]) -> str:
 
 
 def prepare_cell(spec: dict[str, Any]):
-    """Check a cell's settings without simulating (:func:`robotid_sim.scenario.runner.prepare_run`); raises
+    """Check a cell's settings without simulating (:func:`robotid_sim.scenario.plan.prepare_run`); raises
     :class:`~robotid_sim.errors.ConfigError` (or another RobotIdError) naming the problem."""
     return _plan(plan_key(spec), spec["robot_ref"])
 
@@ -122,9 +122,7 @@ def _record(spec: dict[str, Any], estimator: dict[str, Any], **fields: Any) -> d
         "estimator_name": estimator["name"],
         "status": "ok",
         "error": "",
-        "param_error": None,
-        "torque_error": None,
-        "trajectory_error": None,
+        **dict.fromkeys(FIGURES[:-1]),
         "diverged": False,
         "fit_time_s": None,
         "base_names": None,
@@ -164,7 +162,7 @@ def _simulate_cell(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     from robotid_sim.identification import IdentificationProblem
-    from robotid_sim.identification.validation import rollout
+    from robotid_sim.identification.validation import open_loop_reference
     from robotid_sim.sim.simulate import simulate
 
     plan = prepare_cell(spec)
@@ -179,18 +177,13 @@ def _simulate_cell(spec: dict[str, Any]) -> dict[str, Any]:
         **common,
     )
     problem = IdentificationProblem(plan.structure, ds)
-    K = int(round(plan.scenario.validation.trajectory_horizon / ds_val.dt))
-    reference = None
-    if 1 < K <= ds_val.n_samples:
-        truth = ds_val.truth
-        args = (truth.q[0], truth.qd[0], truth.tau[:K], ds_val.dt)
-        reference = (rollout(robot.forward_dynamics, *args)[0], args)
     truth_base = robot.base_parameters()
     return {
         "plan": plan,
         "problem": problem,
         "validation": ds_val,
-        "reference": reference,
+        "open_loop": open_loop_reference(robot, ds_val, plan.scenario.validation.trajectory_horizon, simulated=True),
+        "truth_base": truth_base,
         "truth": dict(zip(truth_base.names, np.asarray(truth_base.true_values(), float).tolist(), strict=True)),
         "crb_std": cramer_rao_std(problem, plan.noise),
     }
@@ -249,53 +242,50 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def _identify(spec: dict[str, Any], data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
-    """Fit one estimator on the cell's data and measure it (BIRDy's figures of merit)."""
-    import numpy as np
-
-    from robotid_sim.errors import ModelError
-    from robotid_sim.identification import LinearParameterModel
-    from robotid_sim.identification import metrics as M
-    from robotid_sim.identification.validation import trajectory_error
-
-    plan, ds_val = data["plan"], data["validation"]
+    """Fit one estimator on the cell's data and evaluate it (:func:`robotid_sim.identification.evaluation.evaluate`,
+    BIRDy's figures of merit among its metrics)."""
+    plan = data["plan"]
     estimator = next(est for e, est in plan.estimators if e.display == (entry["label"] or entry["name"]))
     try:
-        start = time.perf_counter()
         model = estimator.fit(data["problem"])
-        fit_time = time.perf_counter() - start
     except Exception as exc:
         return _record(spec, entry, status="failed", error=_error_text(exc))
-    fields: dict[str, Any] = {"fit_time_s": fit_time}
+    fields: dict[str, Any] = {"fit_time_s": model.diagnostics.get("fit_time_s")}
     try:
-        pred = np.asarray(model.predict_torque(ds_val.q, ds_val.qd, ds_val.qdd), float)
-        # ‖τ̂ − τ‖ / ‖τ‖ over every sample and joint of the validation data, against the noise-free torque
-        fields["torque_error"] = (
-            float(M.relative_parameter_error(pred.ravel(), ds_val.truth.tau.ravel()))
-            if np.all(np.isfinite(pred))
-            else None
-        )
-        if isinstance(model, LinearParameterModel):
-            names = list(model.structure.base_parameters().names)
-            true = np.array([data["truth"][n] for n in names])
-            values = np.asarray(model.base_values(), float)
-            fields |= {
-                "param_error": float(M.relative_parameter_error(values, true)) if np.all(np.isfinite(values)) else None,
-                "base_names": names,
-                "base_true": true.tolist(),
-                "base_values": [_finite_or_none(v) for v in values],
-            }
-            if data["crb_std"] is not None and names == list(data["problem"].base_parameter_names):
-                fields["crb_std"] = data["crb_std"]
-        if data["reference"] is not None:
-            q_reference, args = data["reference"]
-            try:
-                err = trajectory_error(model.forward_dynamics, q_reference, *args)
-                total = float(np.sqrt(np.mean(np.asarray(err.rms, float) ** 2)))
-            except (NotImplementedError, AttributeError, ModelError) as exc:  # a model without forward dynamics
-                fields["error"] = f"no trajectory error: {_error_text(exc)}"
-            else:
-                fields["trajectory_error"] = _finite_or_none(total)
-                fields["diverged"] = not np.isfinite(total)
+        fields |= _figures(model, data)
     except Exception as exc:
         return _record(spec, entry, status="failed", error=f"evaluation: {_error_text(exc)}", **fields)
     return _record(spec, entry, **fields)
+
+
+def _figures(model, data: dict[str, Any]) -> dict[str, Any]:
+    """The record fields of a fitted model: :data:`FIGURES` from its evaluation on the cell's validation data,
+    ``diverged``, and for a model linear in the base parameters their names, values, true values and bound."""
+    import numpy as np
+
+    from robotid_sim.identification import LinearParameterModel
+    from robotid_sim.identification.evaluation import evaluate
+
+    plan = data["plan"]
+    limits = np.array([j.effort_limit for j in plan.robot.joints], float)
+    metrics = evaluate(
+        model, data["validation"], truth=data["truth_base"], open_loop=data["open_loop"], effort_limits=limits
+    ).metrics
+    fields: dict[str, Any] = {figure: metrics.get(figure) for figure in FIGURES}
+    if isinstance(model, LinearParameterModel):
+        names = list(model.structure.base_parameters().names)
+        fields |= {
+            "base_names": names,
+            "base_true": [data["truth"][n] for n in names],
+            "base_values": [_finite_or_none(v) for v in np.asarray(model.base_values(), float)],
+        }
+        if data["crb_std"] is not None and names == list(data["problem"].base_parameter_names):
+            fields["crb_std"] = data["crb_std"]
+    if data["open_loop"] is not None:
+        if "trajectory_rms_total" not in metrics:  # a model without forward dynamics
+            fields["error"] = "no trajectory error: the model has no forward dynamics"
+        else:
+            total = metrics["trajectory_rms_total"]
+            fields["trajectory_rms_total"] = _finite_or_none(total)
+            fields["diverged"] = not np.isfinite(total)
+    return fields

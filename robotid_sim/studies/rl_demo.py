@@ -142,17 +142,17 @@ def run_rl_demo(
     if timesteps < 1 or num_envs < 1 or episodes < 1:
         raise ConfigError(f"timesteps, num_envs and episodes must be >= 1, got {timesteps}, {num_envs}, {episodes}")
     from robotid_sim.robot import load_robot
-    from robotid_sim.scenario.runner import _build_run_folder, _output_root
+    from robotid_sim.run_folder import build_run_folder, output_root
 
     arm = load_robot(robot)
-    root = _output_root(out_dir)
+    root = output_root(out_dir)
     report = progress or (lambda *_: None)
 
     def write(run_dir: Path) -> None:
         result, curves = _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir, report)
         _write_outputs(run_dir, result, curves)
 
-    return _build_run_folder(root, f"rl_demo_{arm.name}", write)
+    return build_run_folder(root, f"rl_demo_{arm.name}", write)
 
 
 def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir: Path, report: Progress):
@@ -160,14 +160,16 @@ def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-    from robotid_sim.api import identify
     from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, register_envs, to_sb3
+    from robotid_sim.identification import IdentificationProblem
+    from robotid_sim.plugins import get_estimator
     from robotid_sim.sim import simulate
 
     register_envs()
     report("identify", 0, 1)
     noise = {"q": {"snr_db": 70}, "qd": {"snr_db": 50}, "qdd": {"snr_db": 30}, "tau": {"std": 0.05}}
-    model = identify(simulate(arm, "default", noise=noise, seed=seed), arm, estimator)
+    fitter = get_estimator(estimator).from_options()
+    model = fitter.fit(IdentificationProblem(arm, simulate(arm, "default", noise=noise, seed=seed)))
     (run_dir / "models").mkdir()
     model_path = model.save(run_dir / "models" / f"{estimator}.json")
     report("identify", 1, 1)
@@ -228,11 +230,11 @@ def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run
 
 
 def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarray]) -> None:
-    from robotid_sim.report.plots import _figure, _save
+    from robotid_sim.report.plots import new_figure, save_figure
 
     plots = run_dir / "plots"
     plots.mkdir()
-    fig = _figure(6.0, 4.0)
+    fig = new_figure(6.0, 4.0)
     ax = fig.add_subplot()
     ident, truth = np.array(result.final_errors["identified"]), np.array(result.final_errors["pybullet"])
     ax.scatter(ident, truth, s=18)
@@ -242,8 +244,8 @@ def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarr
     ax.set_ylabel("final joint error on PyBullet (truth) [rad]")
     ax.set_title(f"{result.robot}: policy trained on the identified model only")
     ax.legend()
-    _save(fig, plots / "final_errors.png")
-    fig = _figure(7.0, 3.5)
+    save_figure(fig, plots / "final_errors.png")
+    fig = new_figure(7.0, 3.5)
     ax = fig.add_subplot()
     for name, curve in curves.items():
         ax.plot(np.arange(len(curve)) * 0.01, curve, label=name)
@@ -251,7 +253,7 @@ def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarr
     ax.set_ylabel("‖q − q*‖ [rad]")
     ax.set_title("first evaluation episode (same start and target)")
     ax.legend()
-    _save(fig, plots / "episode.png")
+    save_figure(fig, plots / "episode.png")
     summary = result.summary()
     metrics = {**asdict(result), "summary": summary, "gap": result.gap}
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

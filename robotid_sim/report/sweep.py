@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from robotid_sim.report.plots import _figure, _grid, _log_if_wide, _save, estimator_colors
+from robotid_sim.report.plots import estimator_colors, log_scale_if_wide, new_figure, panel_grid, save_figure
 from robotid_sim.safety import atomic_write
 from robotid_sim.sweep.tasks import FIGURES
 
 #: what each figure of merit is, for axes and tables
 FIGURE_TITLES = {
-    "param_error": "relative base-parameter error",
-    "torque_error": "relative validation torque error",
-    "trajectory_error": "open-loop trajectory RMS error (rad or m)",
+    "base_parameter_error": "relative base-parameter error",
+    "torque_relative_error_vs_truth": "relative validation torque error",
+    "trajectory_rms_total": "open-loop trajectory RMS error (rad or m)",
     "fit_time_s": "fit time (s)",
 }
 
@@ -43,8 +43,8 @@ def plot_boxes(rows: Sequence[dict[str, Any]], figure: str, path: Path) -> Path 
     noises, estimators = _ordered(rows, "noise"), _ordered(rows, "estimator")
     colors = estimator_colors(estimators)
     ncols = min(len(panels), 2)
-    fig = _figure(6.0 * ncols, 3.6 * math.ceil(len(panels) / ncols))
-    axes = _grid(fig, len(panels), 2, sharex=False)
+    fig = new_figure(6.0 * ncols, 3.6 * math.ceil(len(panels) / ncols))
+    axes = panel_grid(fig, len(panels), 2, sharex=False)
     width = 0.8 / len(estimators)
     for ax, (robot, excitation) in zip(axes, panels, strict=True):
         everything = []
@@ -72,14 +72,14 @@ def plot_boxes(rows: Sequence[dict[str, Any]], figure: str, path: Path) -> Path 
         ax.set_title(f"{robot} — {excitation}", fontsize=9)
         ax.set_ylabel(FIGURE_TITLES[figure], fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-        _log_if_wide(ax, np.asarray(everything), ratio=30.0)
+        log_scale_if_wide(ax, np.asarray(everything), ratio=30.0)
     fig.legend(
         handles=[Patch(facecolor=colors[e], alpha=0.75, label=e) for e in estimators],
         loc="outside lower center",
         ncols=min(len(estimators), 6),
         fontsize=8,
     )
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _fmt(value: Any) -> str:

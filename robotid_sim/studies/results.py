@@ -15,9 +15,17 @@ from typing import Any
 
 import numpy as np
 
+from robotid_sim.control.comparison import ClosedLoopOutcome
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import load_model
-from robotid_sim.report import ClosedLoopOutcome, EstimatorOutcome, Failure, StudyResult, friction_curves
+from robotid_sim.identification.evaluation import Failure
+from robotid_sim.identification.validation import (
+    OPEN_LOOP_FILE,
+    OpenLoopReference,
+    forward_dynamics_validation,
+    validation_reference,
+)
+from robotid_sim.report import EstimatorOutcome, StudyResult, friction_curves
 from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
 from robotid_sim.sim.dataset import load_dataset
@@ -52,13 +60,6 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     truth = _truth_table(run_dir)
     truth_names = [name for name, _, _ in truth]
     truth_values = np.array([value for _, _, value in truth])
-    from robotid_sim.scenario.runner import (
-        OPEN_LOOP_FILE,
-        OpenLoopReference,
-        forward_dynamics_validation,
-        validation_reference,
-    )
-
     open_loop = OpenLoopReference.load(_path(run_dir, OPEN_LOOP_FILE)) if (run_dir / OPEN_LOOP_FILE).exists() else None
     outcomes, models = [], {}
     for row in rows:
@@ -244,7 +245,7 @@ def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
 
 
 def _truth_table(run_dir: Path) -> list[tuple[str, str, float]]:
-    """The (name, expression, true value) rows the runner wrote to ``truth.json``."""
+    """The (name, expression, true value) rows the run wrote to ``truth.json``."""
     data = _read_json(run_dir, "truth.json")
     try:
         rows = data["base_parameters"]
