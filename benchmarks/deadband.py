@@ -34,7 +34,7 @@ from robotid_sim.identification import IdentificationProblem, weighted_least_squ
 from robotid_sim.identification.metrics import condition_number
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.simulate import resolve_noise
-from robotid_sim.testing import _multisine
+from robotid_sim.testing import exact_multisine
 
 NOISE = {"qd": {"snr_db": 30}, "tau": {"std": 0.02}}
 THRESHOLDS = (None, 0.02, 0.05, 0.1, 0.2)
@@ -125,7 +125,7 @@ def check_excitation_before(problem) -> float:
 
 def _problem(name: str, samples: int) -> IdentificationProblem:
     robot = rid.load_robot(name)
-    t, q, qd, qdd = _multisine(robot, 0, samples / 100.0, 100.0)
+    t, q, qd, qdd = exact_multisine(robot, 0, samples / 100.0, 100.0)
     tau = robot.inverse_dynamics(q, qd, qdd)
     rng = np.random.default_rng(0)
     std = np.std(tau, axis=0)

@@ -78,7 +78,7 @@ Check = Callable[[type], None]
 
 
 # ------------------------------------------------------------------------------------- data
-def _multisine(robot, seed: int, duration: float, rate_hz: float):
+def exact_multisine(robot, seed: int, duration: float, rate_hz: float):
     """(t, q, qd, qdd): a sum of sines per joint inside 80 % of the position range, exact derivatives."""
     rng = np.random.default_rng(seed)
     n = robot.n_dof
@@ -101,7 +101,7 @@ def _multisine(robot, seed: int, duration: float, rate_hz: float):
 
 
 @functools.lru_cache(maxsize=4)
-def _data(robot_name: str):
+def exact_datasets(robot_name: str):
     """(robot, identification dataset, validation dataset), noise-free, cached per robot."""
     from robotid_sim.robot import load_robot
     from robotid_sim.sim.dataset import Dataset, Signals
@@ -109,7 +109,7 @@ def _data(robot_name: str):
     robot = load_robot(robot_name)
     out = []
     for seed in (0, 1):
-        t, q, qd, qdd = _multisine(robot, seed, 12.0, 50.0)
+        t, q, qd, qdd = exact_multisine(robot, seed, 12.0, 50.0)
         tau = robot.inverse_dynamics(q, qd, qdd)
         out.append(
             Dataset(
@@ -132,7 +132,7 @@ def _fail(cls, check: str, why: str) -> EstimatorCheckError:
 
 
 def _fit(cls, check: str, robot_name: str, estimator: Estimator | None = None):
-    robot, ds, ds_val = _data(robot_name)
+    robot, ds, ds_val = exact_datasets(robot_name)
     est = estimator if estimator is not None else cls()
     problem = IdentificationProblem(robot.structure(), ds)
     try:
@@ -229,7 +229,7 @@ def check_predictions_have_shape_n_by_dof(cls, robot: str = "planar3r") -> None:
 
 def check_fit_does_not_mutate_the_problem(cls, robot: str = "planar3r") -> None:
     name = "fit_does_not_mutate_the_problem"
-    rob, ds, _ = _data(robot)
+    rob, ds, _ = exact_datasets(robot)
     ds = copy.deepcopy(ds)
     problem = IdentificationProblem(rob.structure(), ds)
     before = {k: np.array(getattr(problem.dataset, k)) for k in ("t", "q", "qd", "qdd", "tau")}

@@ -20,7 +20,7 @@ import robotid_sim as rid
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import IdentificationProblem, LagrangianFeatureModel, load_model
 from robotid_sim.identification.lagrangian_basis import LagrangianBasis, planar_terms
-from robotid_sim.testing import _data, check_estimator
+from robotid_sim.testing import exact_datasets, check_estimator
 
 ROBOTS = Path(__file__).resolve().parents[1] / "robots"
 #: the noise of scenarios/planar3r_seed002.yaml
@@ -110,7 +110,7 @@ def test_the_fit_reports_its_loocv_smoothing_and_derivative_window(study_3r):
 
 def test_exact_data_give_the_true_mass_matrix():
     """On noise-free data with the exact accelerations the planar basis holds the true A(q), G(q)."""
-    robot, ds, val = _data("planar3r")
+    robot, ds, val = exact_datasets("planar3r")
     model = AutoFeaturesEstimator(smoothing="none", acceleration="dataset").fit(IdentificationProblem(robot, ds))
     np.testing.assert_allclose(model.A(val.q), robot.mass_matrix(val.q), atol=1e-9)
     np.testing.assert_allclose(model.predict_torque(val.q, val.qd, val.qdd), val.tau, atol=1e-8)

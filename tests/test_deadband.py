@@ -20,12 +20,12 @@ from robotid_sim.identification import (
     weighted_least_squares,
 )
 from robotid_sim.sim.dataset import Dataset
-from robotid_sim.testing import _multisine, check_estimator
+from robotid_sim.testing import exact_multisine, check_estimator
 
 
 def _exact(robot, seed: int = 0, duration: float = 12.0, rate_hz: float = 50.0, **metadata) -> Dataset:
     """Noise-free multi-sine data of ``robot`` (no PyBullet run)."""
-    t, q, qd, qdd = _multisine(robot, seed, duration, rate_hz)
+    t, q, qd, qdd = exact_multisine(robot, seed, duration, rate_hz)
     tau = robot.inverse_dynamics(q, qd, qdd)
     return Dataset(t, q, qd, qdd, tau, joint_names=robot.joint_names, metadata=metadata)
 

@@ -23,12 +23,12 @@ from robotid_sim.identification import (
     StandardParameterModel,
     load_model,
 )
-from robotid_sim.testing import _data
+from robotid_sim.testing import exact_datasets
 
 
 @pytest.fixture(scope="module")
 def planar():
-    robot, ds, ds_val = _data("planar3r")
+    robot, ds, ds_val = exact_datasets("planar3r")
     return robot, IdentificationProblem(robot, ds), ds_val
 
 

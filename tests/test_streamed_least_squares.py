@@ -15,14 +15,14 @@ import robotid_sim.identification.problem as problem_module
 from robotid_sim.identification import IdentificationProblem, weighted_least_squares
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.logs import stack_experiments
-from robotid_sim.testing import _multisine
+from robotid_sim.testing import exact_multisine
 
 ROBOTS = ["scara", "three_axis", "planar3r", "prrrp", "hyper9", "arm6"]
 
 
 def _noisy(robot, seed: int, duration: float = 8.0) -> Dataset:
     """Multi-sine data of ``robot`` with 2 % torque noise and a few large outliers (no PyBullet run)."""
-    t, q, qd, qdd = _multisine(robot, seed, duration, 50.0)
+    t, q, qd, qdd = exact_multisine(robot, seed, duration, 50.0)
     tau = robot.inverse_dynamics(q, qd, qdd)
     rng = np.random.default_rng(seed)
     scale = np.std(tau, axis=0)
