@@ -20,7 +20,7 @@ import robotid_sim as rid
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import IdentificationProblem, LagrangianFeatureModel, load_model
 from robotid_sim.identification.lagrangian_basis import LagrangianBasis, planar_terms
-from robotid_sim.testing import exact_datasets, check_estimator
+from robotid_sim.testing import check_estimator, exact_datasets
 
 ROBOTS = Path(__file__).resolve().parents[1] / "robots"
 #: the noise of scenarios/planar3r_seed002.yaml

@@ -20,7 +20,7 @@ from robotid_sim.identification import (
     weighted_least_squares,
 )
 from robotid_sim.sim.dataset import Dataset
-from robotid_sim.testing import exact_multisine, check_estimator
+from robotid_sim.testing import check_estimator, exact_multisine
 
 
 def _exact(robot, seed: int = 0, duration: float = 12.0, rate_hz: float = 50.0, **metadata) -> Dataset:
