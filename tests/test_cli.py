@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from helpers import TINY_SCENARIO, run_cli
 import robotid_sim as rid
 from robotid_sim import plugins
 from robotid_sim.cli import main
+from robotid_sim.plugin_kit import new_plugin
 
 
 def _write_scenario(tmp_path: Path, **changes) -> Path:
@@ -138,7 +138,8 @@ BROKEN_MODULE = "raise RuntimeError('this plugin is broken on purpose')\n"
 
 @pytest.fixture()
 def site_with_plugins(tmp_path):
-    """A directory with a broken plugin and the ridge template plugin installed (pip --target)."""
+    """A directory with a broken plugin and a plugin written by ``plugin new`` (estimator ``myls``) installed
+    (pip --target)."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "rs_broken_plugin.py").write_text(BROKEN_MODULE)
@@ -146,9 +147,7 @@ def site_with_plugins(tmp_path):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: robotid-sim-broken\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[robotid_sim]\nbroken = rs_broken_plugin\n")
-    template = Path(__file__).parents[1] / "examples" / "plugin_template"
-    src = tmp_path / "template"
-    shutil.copytree(template, src)
+    src = new_plugin("myls", "estimator", tmp_path / "src")
     subprocess.run(
         [
             sys.executable,
@@ -175,13 +174,13 @@ def test_broken_plugin_is_listed_and_an_external_plugin_runs_through_a_scenario(
     assert listing.returncode == 0, listing.stderr
     text = " ".join(listing.stdout.split())
     assert "broken" in text and "RuntimeError: this plugin is broken on purpose" in text
-    assert "ridge" in text
+    assert "myls" in text
     # a scenario that does not use the broken plugin still runs, with the third-party estimator
-    path = _write_scenario(tmp_path, estimators=["ols", "ridge"])
+    path = _write_scenario(tmp_path, estimators=["ols", "myls"])
     result = run_cli(["run", str(path), "--out", "runs"], cwd=tmp_path, env_extra=env)
     assert result.returncode == 0, result.stderr
     run = _complete_runs(tmp_path / "runs")[0]
-    assert (run / "models" / "ridge.json").is_file()
+    assert (run / "models" / "myls.json").is_file()
     plugins.reset_plugin_manager()
 
 

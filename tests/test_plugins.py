@@ -6,22 +6,18 @@ import importlib.metadata
 import inspect
 import pkgutil
 import shutil
-import subprocess
 import sys
 import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import ClassVar
 
-import numpy as np
 import pytest
 
 from robotid_sim import hookspecs, plugins
 from robotid_sim.errors import PluginError
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import IdentificationProblem
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK_NAMES = sorted(
@@ -501,67 +497,3 @@ def test_env_var_naming_no_installed_plugin_is_logged(two_plugins, monkeypatch, 
     assert [r.getMessage() for r in caplog.records] == [
         f"{plugins.PLUGINS_ENV_VAR} names 'frist', but no installed plugin has that entry-point or distribution name"
     ]
-
-
-# ---------------------------------------------------------------------- the template
-def test_plugin_template_installs_with_pip_and_registers_its_estimator(tmp_path, monkeypatch):
-    """pip-installs examples/plugin_template into a target folder (no network: --no-deps,
-    --no-build-isolation) and checks its estimator is found through the entry point."""
-    pytest.importorskip("setuptools")
-    source = tmp_path / "src"
-    shutil.copytree(
-        REPO / "examples" / "plugin_template",
-        source,
-        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"),
-    )
-    target = tmp_path / "target"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--target",
-            str(target),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    monkeypatch.syspath_prepend(str(target))
-    try:
-        plugins.reset_plugin_manager()
-        ridge = plugins.get_estimator("ridge")
-        info = by_name(plugins.list_plugins())["myestimator"]
-        assert info.ok and (info.distribution, info.version) == ("robotid-sim-myestimator", "0.1.0")
-        assert Path(info.path).is_relative_to(target)
-        assert ridge.from_options(alpha=1e-3).get_params() == {"alpha": 1e-3}
-    finally:
-        for module in [m for m in sys.modules if m.startswith("robotid_sim_myestimator")]:
-            del sys.modules[module]
-
-
-def test_template_ridge_estimator_recovers_base_parameters_without_noise(monkeypatch, rng):
-    import robotid_sim as rid
-
-    monkeypatch.syspath_prepend(str(REPO / "examples" / "plugin_template"))
-    try:
-        from robotid_sim_myestimator import RidgeEstimator
-
-        robot = rid.load_robot("planar3r")
-        q, qd, qdd = robot.random_states(rng, 200)
-        tau = robot.inverse_dynamics(q, qd, qdd)
-        problem = IdentificationProblem(robot, SimpleNamespace(q=q, qd=qd, qdd=qdd, tau=tau))
-        model = RidgeEstimator(alpha=1e-12).fit(problem)
-        truth = robot.base_parameters().true_values()
-        assert model.estimator == "ridge"
-        assert np.linalg.norm(model.values - truth) / np.linalg.norm(truth) < 1e-6
-    finally:
-        sys.modules.pop("robotid_sim_myestimator", None)
