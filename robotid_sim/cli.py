@@ -236,7 +236,7 @@ def cmd_simulate(args) -> int:
             noise=chain,
             seed=args.seed,
             rate_hz=args.rate,
-            progress=lambda done, total: bars("simulate", done, total),
+            progress=bars,
         )
     written = ds.save(out)
     _out().print(f"wrote {written} ({ds.n_samples} samples, {ds.n_dof} joints)")

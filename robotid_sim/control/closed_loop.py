@@ -19,13 +19,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError, RobotIdError
+from robotid_sim.progress import Progress
 from robotid_sim.sim.tracking import Controller, Plant, Reference
 
 log = logging.getLogger(__name__)
@@ -153,7 +154,7 @@ def run_closed_loop(
     *,
     dt: float = DEFAULT_DT,
     friction: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> ClosedLoopResult:
     """Drive ``plant`` along ``reference`` under ``controller`` and record the tracking.
 
@@ -170,7 +171,7 @@ def run_closed_loop(
         dt: control period and integration step (s).
         friction: with ``plant="pybullet"``, False simulates the robot without its friction law (an
             identified model given to a controller is then refused: its friction law is not the plant's).
-        progress: optional callable(steps_done, steps_total).
+        progress: optional ``progress(label, steps_done, steps_total)`` (:mod:`robotid_sim.progress`).
 
     Returns:
         A :class:`ClosedLoopResult` with the state, reference and torque at every step.
@@ -274,7 +275,7 @@ def integrate_closed_loop(
     qd_ref: np.ndarray,
     qdd_ref: np.ndarray,
     dt: float,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float | None]:
     """Close the loop around a model: semi-implicit Euler of ``model.forward_dynamics`` at ``dt``.
 
@@ -288,7 +289,7 @@ def integrate_closed_loop(
         controller: the controller.
         q_ref, qd_ref, qdd_ref: (S, n) reference at the S steps.
         dt: step (s).
-        progress: optional callable(steps_done, steps_total) called every 1000 steps.
+        progress: optional ``progress("closed loop", steps_done, steps_total)``, called every 1000 steps.
 
     Returns:
         ``(q, qd, tau, diverged_at)``: (S, n) each, and the time at which the state stopped being
@@ -326,9 +327,9 @@ def integrate_closed_loop(
             if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
                 return out_q, out_qd, out_tau, (s + 1) * dt
             if progress is not None and s % 1000 == 0:
-                progress(s, S)
+                progress("closed loop", s, S)
     if progress is not None:
-        progress(S, S)
+        progress("closed loop", S, S)
     return out_q, out_qd, out_tau, None
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from robotid_sim.excitation import excitation_from_config
 from robotid_sim.identification import StandardParameterModel
 from robotid_sim.identification.problem import check_data_matches_robot
 from robotid_sim.plugins import get_estimator
+from robotid_sim.progress import Progress, relabel
 from robotid_sim.robot import load_robot
 from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
 from robotid_sim.scenario.closed_loop import ClosedLoopPlan, prepare_closed_loop
@@ -49,9 +49,6 @@ from robotid_sim.sim.simulate import (
 )
 
 log = logging.getLogger(__name__)
-
-#: progress callback(label, done, total)
-Progress = Callable[[str, int, int], None]
 
 
 def bundled_scenarios() -> dict[str, Path]:
@@ -384,16 +381,13 @@ def simulate_datasets(plan: RunPlan, progress: Progress) -> tuple[Dataset, Datas
     """
     sc, robot, sim = plan.scenario, plan.robot, plan.scenario.simulation
 
-    def sim_progress(label):
-        return lambda done, total: progress(label, done, total)
-
     common = {"noise": plan.noise, "rate_hz": sim.rate_hz, "dt": sim.dt, "kp": sim.kp, "kd": sim.kd}
     ds = simulate(
         robot,
         plan.excitation,
         duration=plan.duration,
         seed=sc.seed,
-        progress=sim_progress("simulate identification data"),
+        progress=relabel(progress, "simulate identification data"),
         **common,
     )
     ds_val = simulate(
@@ -401,7 +395,7 @@ def simulate_datasets(plan: RunPlan, progress: Progress) -> tuple[Dataset, Datas
         plan.validation_excitation,
         duration=plan.validation_duration,
         seed=sc.seed + sc.validation.noise_seed_offset,
-        progress=sim_progress("simulate validation data"),
+        progress=relabel(progress, "simulate validation data"),
         **common,
     )
     if plan.excitation_default is not None:

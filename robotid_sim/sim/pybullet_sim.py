@@ -443,7 +443,7 @@ class PyBulletSimulator:
             decimation: record every ``decimation``-th step.
             controller: a :class:`~robotid_sim.control.Controller`; default
                 :class:`~robotid_sim.control.ComputedTorquePD` (kp = 400 1/s², kd = 40 1/s).
-            progress: optional callable(steps_done, steps_total) called every 1000 steps.
+            progress: optional ``progress("simulate", steps_done, steps_total)``, called every 1000 steps.
 
         Returns:
             dict of recorded arrays: ``t`` (N,), ``q``, ``qd``, ``qdd`` (the acceleration Bullet
@@ -489,9 +489,9 @@ class PyBulletSimulator:
                     rec_tau[k] = tau
                 k += 1
             if progress is not None and s % 1000 == 0:
-                progress(s, S)
+                progress("simulate", s, S)
         if progress is not None:
-            progress(S, S)
+            progress("simulate", S, S)
         self.check_positions(rec_q)
         motor = self.motor_torque(rec_rigid, rec_qd, rec_qdd) if exact else rec_tau
         return {"t": rec_t, "q": rec_q, "qd": rec_qd, "qdd": rec_qdd, "tau": motor, "tau_rigid": rec_rigid}

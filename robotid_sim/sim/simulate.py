@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.progress import Progress
 from robotid_sim.robot.model import Robot
 from robotid_sim.sim.dataset import Dataset, Signals
 from robotid_sim.sim.noise import NoiseChain, NoiseModel, noise_from_config
@@ -158,7 +159,7 @@ def simulate(
     kp: float | None = None,
     kd: float | None = None,
     controller: Controller | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Dataset:
     """Simulate ``robot`` following ``excitation`` and return the measured dataset.
 
@@ -176,7 +177,7 @@ def simulate(
         controller: the tracking controller (any :class:`~robotid_sim.control.Controller`);
             default :class:`~robotid_sim.control.ComputedTorquePD` with ``kp``, ``kd``, i.e.
             computed torque on the true model + PD.
-        progress: callable(steps_done, steps_total) for progress bars.
+        progress: ``progress("simulate", steps_done, steps_total)`` for progress bars (:mod:`robotid_sim.progress`).
 
     Returns:
         A :class:`Dataset` with the measured signals, the noise-free ``truth`` and metadata

@@ -11,9 +11,10 @@ import yaml
 
 from robotid_sim.control.comparison import run_closed_loop_plan
 from robotid_sim.errors import IdentificationError
+from robotid_sim.progress import Progress
 from robotid_sim.report import StudyResult, write_report
 from robotid_sim.run_folder import build_run_folder, output_root
-from robotid_sim.scenario.plan import ClosedLoopStudyPlan, Progress, friction_source, prepare_closed_loop_study
+from robotid_sim.scenario.plan import ClosedLoopStudyPlan, friction_source, prepare_closed_loop_study
 from robotid_sim.scenario.schema import CLOSED_LOOP_FILE, ClosedLoopStudy
 from robotid_sim.studies.metrics_files import write_metrics
 

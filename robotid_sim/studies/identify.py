@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from robotid_sim.scenario.plan import Progress
+from robotid_sim.progress import Progress
 from robotid_sim.scenario.schema import parse_scenario
 
 

@@ -25,18 +25,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.progress import Progress
 
 #: gravity torques are sampled at this many random positions for :func:`demo_torque_limit`
 GRAVITY_SAMPLES = 2000
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass

@@ -29,11 +29,11 @@ from robotid_sim.identification import IdentificationProblem, LinearParameterMod
 from robotid_sim.identification import metrics as M
 from robotid_sim.identification.evaluation import Failure, evaluate
 from robotid_sim.identification.validation import OPEN_LOOP_FILE, open_loop_reference, rollout, validation_reference
+from robotid_sim.progress import Progress
 from robotid_sim.report import EstimatorOutcome, SensitivityOutcome, StudyResult, friction_curves, write_report
 from robotid_sim.run_folder import build_run_folder, existing_ancestor, output_root
 from robotid_sim.safety import safe_name
 from robotid_sim.scenario.plan import (
-    Progress,
     RunPlan,
     cad_model,
     friction_source,

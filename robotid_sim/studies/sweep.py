@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from robotid_sim.progress import Progress
 from robotid_sim.report.sweep import write_report
 from robotid_sim.sweep.config import SweepConfig
-from robotid_sim.sweep.runner import SweepOutcome, SweepProgress, run_sweep_tasks
+from robotid_sim.sweep.runner import SweepOutcome, run_sweep_tasks
 
 
 def run_sweep(
@@ -20,7 +21,7 @@ def run_sweep(
     workers: int | None = None,
     address: str | None = None,
     max_tasks: int | None = None,
-    progress: SweepProgress | None = None,
+    progress: Progress | None = None,
     base_dir: str | Path | None = None,
 ) -> SweepOutcome:
     """Run (or resume) a sweep and write its tables and report; the arguments are those of

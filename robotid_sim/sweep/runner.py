@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.progress import Progress
 from robotid_sim.run_folder import output_root
 from robotid_sim.sweep import store
 from robotid_sim.sweep.config import SweepConfig, load_sweep_config, parse_sweep_config
@@ -38,8 +39,6 @@ log = logging.getLogger(__name__)
 #: the parent folder of a sweep's folder when none is given
 DEFAULT_SWEEPS_DIR = Path("runs") / "sweeps"
 
-#: progress(label, tasks done, tasks to run this time), the label being ``"sweep"``
-SweepProgress = Callable[[str, int, int], None]
 #: ``write_report(run_dir, title, info, rows, summary, crb) -> {name: path}``: the sweep's report
 #: (:func:`robotid_sim.report.sweep.write_report`)
 ReportWriter = Callable[..., dict[str, Path]]
@@ -132,7 +131,7 @@ def run_sweep_tasks(
     workers: int | None = None,
     address: str | None = None,
     max_tasks: int | None = None,
-    progress: SweepProgress | None = None,
+    progress: Progress | None = None,
     base_dir: str | Path | None = None,
     write_report: ReportWriter | None = None,
 ) -> SweepOutcome:
