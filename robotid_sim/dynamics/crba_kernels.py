@@ -36,7 +36,7 @@ then its non-zeros are written. ``fastmath={"contract"}`` only fuses a * b + c i
 reassociation, no finite-math assumptions). Arrays are indexed element by element: each view
 handed to a function costs atomic reference-count updates, per sample. Batch drivers that take
 blocks of :data:`BLOCK` samples allocate their small work arrays once per block. The numpy
-reference the kernels are tested against is :func:`robotid_sim.robot.model.reference_regressor`.
+reference the kernels are tested against is :func:`robotid_sim.dynamics.regressor.reference_regressor`.
 
 All kernels live in this one file on purpose: numba's disk cache checks only the source file of
 the function it compiled, so a kernel calling a helper from another file would keep stale code
