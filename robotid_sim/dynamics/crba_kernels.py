@@ -21,7 +21,7 @@ Each batch driver exists twice: a serial loop (small N, no thread start-up) and 
 (large N); :mod:`robotid_sim.dynamics.crba` picks one.
 
 **Regressor** (:func:`regressor_serial`, :func:`regressor_parallel`, behind
-:meth:`robotid_sim.robot.model.Robot.regressor`). Per sample, links j = 0..n-1 are visited once,
+:meth:`robotid_sim.dynamics.regressor.RegressorChain.regressor`). Per sample, links j = 0..n-1 are visited once,
 outwards: the motion of link j (w, dw, a, as in :func:`_rnea`); the motion axes psi_ij = (u, v) of
 the joints i <= j seen at frame j's origin, carried from frame j-1 by u' = E_j u,
 v' = E_j (v + u x p_j), psi_jj = (axis, 0) for a revolute joint, (0, axis) for a prismatic one;
