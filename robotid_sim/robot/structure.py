@@ -155,7 +155,7 @@ class RobotStructure(RegressorChain):
         if "base" in self._cache and model.kind == self.friction_law.get("model"):
             # the same law with other constants: its columns stay independent of each other and of the rigid
             # body's, so the reduction is the same; only its regressor is the new law's
-            structure._cache["base"] = replace(self._cache["base"], _regressor=structure.regressor)
+            structure._cache["base"] = self._cache["base"].with_regressor(structure.regressor)
         return structure
 
     # ----------------------------------------------------------------- base parameters
