@@ -31,8 +31,8 @@ import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import robotid_sim as rid  # noqa: E402
+from robotid_sim.dynamics.regressor import reference_regressor  # noqa: E402
 from robotid_sim.identification import IdentificationProblem, weighted_least_squares  # noqa: E402
-from robotid_sim.robot.model import reference_regressor  # noqa: E402
 from robotid_sim.sim.dataset import Dataset  # noqa: E402
 
 

@@ -7,7 +7,7 @@ a fresh array:
 
 - ``Robot.regressor`` (compiled kernels) for the full regressor (9 x 126) on 1 thread and on all
   of numba's threads, and the same for the base regressor (91 columns);
-- the batched numpy reference (:func:`robotid_sim.robot.model.reference_regressor`);
+- the batched numpy reference (:func:`robotid_sim.dynamics.regressor.reference_regressor`);
 - Pinocchio's ``computeJointTorqueRegressor`` called per sample from Python (if ``pinocchio``
   imports; else PyBullet's ``calculateInverseDynamics`` per sample, a torque only, not a
   regressor), on the first 5,000 samples;
@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 import robotid_sim as rid
-from robotid_sim.robot.model import reference_regressor
+from robotid_sim.dynamics.regressor import reference_regressor
 
 _FIRST_CALL = """
 import time

@@ -12,6 +12,7 @@ from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import Estimator, History, IdentificationProblem, StandardParameterModel
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, physical_options, standard_consistency
+from robotid_sim.robot.model import Robot
 
 ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
@@ -156,7 +157,7 @@ class TwoLoopEstimator(Estimator):
             # Eq. 31: friction torque = measured torque less the rigid-body (and rotor) part
             rigid = theta.copy()
             rigid[structure.parameter_slices()["friction"]] = 0.0
-            friction = np.asarray(ds.tau, float) - structure.robot_with_parameters(rigid).inverse_dynamics(
+            friction = np.asarray(ds.tau, float) - Robot.from_structure(structure, rigid).inverse_dynamics(
                 ds.q, ds.qd, ds.qdd
             )
             use = np.zeros(friction.size, dtype=bool)

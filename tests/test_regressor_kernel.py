@@ -1,5 +1,5 @@
 """The compiled regressor (numba kernels behind ``Robot.regressor``) against the batched numpy
-reference (:func:`robotid_sim.robot.model.reference_regressor`).
+reference (:func:`robotid_sim.dynamics.regressor.reference_regressor`).
 
 Every bundled robot, the in-test arm6 and a skew 4-joint arm written here (skew revolute and
 prismatic axes, rotated joint origins, URDF friction), at N = 1 (serial kernel) and N = 10,000
@@ -14,7 +14,7 @@ from conftest import BUNDLED
 
 import robotid_sim as rid
 from robotid_sim.dynamics import crba
-from robotid_sim.robot.model import reference_regressor
+from robotid_sim.dynamics.regressor import reference_regressor
 
 ALL = BUNDLED + ["arm6", "skew4"]
 BIG = 10_000  # above crba.PARALLEL_MIN_SAMPLES: the threaded kernel, several blocks and a partial one

@@ -11,6 +11,7 @@ from robotid_sim.dynamics.friction import (
     Stribeck,
     friction_from_dict,
 )
+from robotid_sim.dynamics.regressor import RegressorChain, reference_regressor
 
 __all__ = [
     "BaseParameters",
@@ -19,9 +20,11 @@ __all__ = [
     "NoFriction",
     "NonlinearExponent",
     "NonlinearStribeck",
+    "RegressorChain",
     "Stribeck",
     "compute_base_parameters",
     "forward_dynamics_from_inverse",
     "friction_from_dict",
     "mass_matrix_from_inverse",
+    "reference_regressor",
 ]

@@ -14,7 +14,7 @@ random samples, only on the structure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,6 +95,10 @@ class BaseParameters:
     def regressor(self, q, qd, qdd) -> np.ndarray:
         """Base regressor (N, n, b): the independent columns of the full regressor."""
         return self._regressor(q, qd, qdd, columns=self.independent)
+
+    def with_regressor(self, regressor: RegressorFn) -> BaseParameters:
+        """The same reduction over another full regressor with the same columns (e.g. other friction constants)."""
+        return replace(self, _regressor=regressor)
 
     def table(self) -> list[tuple[str, str, float]]:
         """Rows (name, expression, true value) for reports; the value is NaN without a truth."""

@@ -21,7 +21,7 @@ Each batch driver exists twice: a serial loop (small N, no thread start-up) and 
 (large N); :mod:`robotid_sim.dynamics.crba` picks one.
 
 **Regressor** (:func:`regressor_serial`, :func:`regressor_parallel`, behind
-:meth:`robotid_sim.robot.model.Robot.regressor`). Per sample, links j = 0..n-1 are visited once,
+:meth:`robotid_sim.dynamics.regressor.RegressorChain.regressor`). Per sample, links j = 0..n-1 are visited once,
 outwards: the motion of link j (w, dw, a, as in :func:`_rnea`); the motion axes psi_ij = (u, v) of
 the joints i <= j seen at frame j's origin, carried from frame j-1 by u' = E_j u,
 v' = E_j (v + u x p_j), psi_jj = (axis, 0) for a revolute joint, (0, axis) for a prismatic one;
@@ -36,7 +36,7 @@ then its non-zeros are written. ``fastmath={"contract"}`` only fuses a * b + c i
 reassociation, no finite-math assumptions). Arrays are indexed element by element: each view
 handed to a function costs atomic reference-count updates, per sample. Batch drivers that take
 blocks of :data:`BLOCK` samples allocate their small work arrays once per block. The numpy
-reference the kernels are tested against is :func:`robotid_sim.robot.model.reference_regressor`.
+reference the kernels are tested against is :func:`robotid_sim.dynamics.regressor.reference_regressor`.
 
 All kernels live in this one file on purpose: numba's disk cache checks only the source file of
 the function it compiled, so a kernel calling a helper from another file would keep stale code

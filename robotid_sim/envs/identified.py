@@ -31,6 +31,7 @@ from robotid_sim.envs.dynamics import CopyParameters, CovarianceDraws
 from robotid_sim.envs.render import KinematicRenderer
 from robotid_sim.envs.spec import CONTROL_DT, ArmEnvOptions, ArmSpec, arm_spec, validated_options
 from robotid_sim.errors import ConfigError
+from robotid_sim.robot.model import Robot
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT
 
 ENV_NAME = "IdentifiedArm-v0"
@@ -75,7 +76,7 @@ class IdentifiedArm:
             ModelError: the robot differs from the one the model was identified on.
         """
         from robotid_sim.identification import IdentifiedModel, load_model
-        from robotid_sim.robot import Robot, load_robot
+        from robotid_sim.robot import load_robot
 
         if robot is not None and not isinstance(robot, Robot):
             robot = load_robot(robot)
@@ -178,7 +179,7 @@ class IdentifiedArmEnv(ArmEnv):
         """qdd (N, n) of this episode's dynamics: the model's, or with ``parameter_draws`` the drawn parameters'."""
         if self.episode_parameters is None:
             return self.model.forward_dynamics(q, qd, tau)
-        return self.model.structure.robot_with_parameters(self.episode_parameters).forward_dynamics(q, qd, tau)
+        return Robot.from_structure(self.model.structure, self.episode_parameters).forward_dynamics(q, qd, tau)
 
     def _forward(self, q, qd, tau):
         if self._copy is None:

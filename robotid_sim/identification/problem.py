@@ -316,7 +316,7 @@ class IdentificationProblem:
         theta = np.zeros(self.structure.n_parameters)
         theta[self.base.independent] = beta
         ds = self.dataset
-        tau = self.structure.robot_with_parameters(theta).inverse_dynamics(ds.q, ds.qd, ds.qdd)
+        tau = Robot.from_structure(self.structure, theta).inverse_dynamics(ds.q, ds.qd, ds.qdd)
         return tau.reshape(-1) if self._keep is None else tau.reshape(-1)[self._keep]
 
     # ------------------------------------------------------------------ regressor and torque

@@ -9,6 +9,11 @@ frame origin, SPEC §4), then ``Iaj`` if the sidecar gives rotor inertia, then t
 friction parameters of the friction model (the sidecar's, or one made from the URDF's
 ``<dynamics>`` tags; e.g. ``fcj fvj Sj``), as in seed 001 Eq. 8. Joints are the moving joints
 that are not locked (``lock_joints``): a locked joint is a fixed joint of the model.
+
+The layout, the regressor and random states come from
+:class:`~robotid_sim.dynamics.regressor.RegressorChain`, shared with the robot's
+:class:`~robotid_sim.robot.structure.RobotStructure`; :meth:`Robot.from_structure` builds a
+robot of a structure with given parameter values.
 """
 
 from __future__ import annotations
@@ -16,18 +21,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
-from robotid_sim.dynamics.chain import INERTIAL_NAMES, Joint, JointChain
+from robotid_sim.dynamics.chain import Joint
 from robotid_sim.dynamics.friction import CoulombViscous, FrictionModel, NoFriction, friction_from_dict
-from robotid_sim.dynamics.newton_euler import inertial_regressor
+from robotid_sim.dynamics.regressor import RegressorChain
 from robotid_sim.dynamics.states import as_states
-from robotid_sim.errors import ConfigError, DataError, ModelError
+from robotid_sim.errors import ConfigError, ModelError
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
 from robotid_sim.robot.structure import RobotStructure, locked_suffix
 from robotid_sim.robot.urdf import UrdfRobot, read_urdf
@@ -61,7 +65,7 @@ def _per_joint(value, n: int, what: str, locks: str = "", where: str = "") -> np
 
 
 @dataclass
-class Robot(JointChain):
+class Robot(RegressorChain):
     """A robot model with its exact, known parameters.
 
     Build one with :func:`load_robot`. Every dynamics method is batched over samples.
@@ -100,22 +104,9 @@ class Robot(JointChain):
         return np.array([j.inertial for j in self.joints])
 
     @property
-    def _block(self) -> int:
-        return 10 + (self.rotor_inertia is not None) + len(self.friction.suffixes)
-
-    @cached_property
-    def parameter_names(self) -> list[str]:
-        names = []
-        for j in range(self.n_dof):
-            names += [f"{k}{j + 1}" for k in INERTIAL_NAMES]
-            if self.rotor_inertia is not None:
-                names.append(f"Ia{j + 1}")
-            names += self.friction.parameter_names(j)
-        return names
-
-    @property
-    def n_parameters(self) -> int:
-        return self.n_dof * self._block
+    def has_rotor_inertia(self) -> bool:
+        """Whether each joint has a rotor-inertia parameter ``Ia`` (``rotor_inertia`` is not None)."""
+        return self.rotor_inertia is not None
 
     def true_parameters(self) -> np.ndarray:
         """Standard parameters theta (p,) including rotor inertia and linear friction."""
@@ -127,71 +118,6 @@ class Robot(JointChain):
                 blocks.append([self.rotor_inertia[j]])
             blocks.append(fv[j])
         return np.concatenate(blocks)
-
-    def parameter_slices(self) -> dict[str, np.ndarray]:
-        """Indices into theta of each parameter group: 'inertial', 'rotor', 'friction'."""
-        idx = np.arange(self.n_parameters).reshape(self.n_dof, self._block)
-        has_ia = self.rotor_inertia is not None
-        return {
-            "inertial": idx[:, :10].ravel(),
-            "rotor": idx[:, 10 : 10 + has_ia].ravel(),
-            "friction": idx[:, 10 + has_ia :].ravel(),
-        }
-
-    # ----------------------------------------------------------------- dynamics
-    def regressor(self, q, qd, qdd, columns=None) -> np.ndarray:
-        """Regressor Y (N, n, p) with Y @ theta = inverse dynamics incl. rotor and friction.
-
-        Computed per sample by compiled Newton–Euler kernels
-        (:mod:`robotid_sim.dynamics.crba_kernels`; serial for small batches, threaded over
-        samples from :data:`robotid_sim.dynamics.crba.PARALLEL_MIN_SAMPLES` on), or by the
-        batched numpy :func:`reference_regressor` without numba.
-
-        Args:
-            q, qd, qdd: joint states (N, n).
-            columns: increasing indices into theta; only those columns are computed, giving
-                (N, n, len(columns)) (how the base regressor is made). Default: all p.
-        """
-        n, p, b = self.n_dof, self.n_parameters, self._block
-        q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
-        if columns is None:
-            colmap, P = np.arange(p, dtype=np.int64).reshape(n, b), p
-        else:
-            selected = np.asarray(columns)
-            if selected.ndim != 1 or (selected.size and selected.dtype.kind not in "iu"):
-                raise DataError(
-                    f"columns must be a 1-D array of indices, got dtype {selected.dtype}, shape {selected.shape}"
-                )
-            if selected.size and (selected[0] < 0 or selected[-1] >= p or np.any(np.diff(selected) <= 0)):
-                raise DataError(f"columns must be increasing indices in [0, {p}), got {selected.tolist()}")
-            colmap, P = np.full(p, -1, dtype=np.int64), len(selected)
-            colmap[selected.astype(np.int64, copy=False)] = np.arange(P)
-            colmap = colmap.reshape(n, b)
-        kernels = crba.kernels()
-        if kernels is None:  # no numba
-            return reference_regressor(self, q, qd, qdd, columns)
-        chain = crba.pack_chain(self.joints)
-        q, qd, qdd = crba.kernel_states(n, q, qd, qdd)  # C-contiguous and writable, as numba wants them
-        N = q.shape[0]
-        friction = self.friction.columns(qd) if self.friction.suffixes else np.empty((N, n, 0))
-        friction = crba.kernel_array(friction, (N, n, len(self.friction.suffixes)), "friction columns")
-        Y = np.empty((N, n, P))
-        kernel = kernels.regressor_parallel if N >= crba.PARALLEL_MIN_SAMPLES else kernels.regressor_serial
-        kernel(
-            chain.kind,
-            chain.axis,
-            chain.origin_rotation,
-            chain.origin_translation,
-            crba.kernel_array(self.gravity, (3,), "gravity"),
-            q,
-            qd,
-            qdd,
-            friction,
-            colmap,
-            int(self.rotor_inertia is not None),
-            Y,
-        )
-        return Y
 
     def rigid_body_torque(self, q, qd, qdd, gravity: bool = True) -> np.ndarray:
         """Rigid-body torque (N, n) by the RNEA (no rotor inertia, no friction).
@@ -238,16 +164,6 @@ class Robot(JointChain):
         )
 
     # ----------------------------------------------------------------- base parameters
-    def random_states(self, rng: np.random.Generator, N: int) -> tuple[np.ndarray, ...]:
-        """Random (q, qd, qdd), each (N, n), inside the position, velocity, acceleration limits."""
-        lo, hi = self.position_limits
-        lo = np.where(np.isfinite(lo), lo, -np.pi)
-        hi = np.where(np.isfinite(hi), hi, np.pi)
-        q = rng.uniform(lo, hi, size=(N, self.n_dof))
-        qd = rng.uniform(-1, 1, size=(N, self.n_dof)) * self.velocity_limit
-        qdd = rng.uniform(-1, 1, size=(N, self.n_dof)) * self.acceleration_limit
-        return q, qd, qdd
-
     def base_parameters(self, n_samples: int | None = None, seed: int = 0) -> BaseParameters:
         """Base parameters with the true values (the reduction of :meth:`structure` for the defaults)."""
         if n_samples is None and seed == 0:
@@ -267,12 +183,36 @@ class Robot(JointChain):
             self._structure = RobotStructure.of(self)
         return self._structure
 
+    @classmethod
+    def from_structure(cls, structure: RobotStructure, theta: np.ndarray) -> Robot:
+        """A robot of ``structure`` whose standard parameters are ``theta`` (p,).
+
+        The parameters need not be physically consistent; the robot's recursive dynamics
+        (mass matrix, bias, forward dynamics) are linear in them.
+
+        Raises:
+            ModelError: ``theta`` does not have one value per standard parameter of ``structure``.
+        """
+        n = structure.n_dof
+        zero = cls(
+            name=structure.name,
+            joints=list(structure.joints),
+            gravity=structure.gravity,
+            friction=structure.friction,
+            rotor_inertia=np.zeros(n) if structure.rotor_inertia else None,
+            gear_ratio=structure.gear_ratio,
+            velocity_limit=structure.velocity_limit,
+            acceleration_limit=structure.acceleration_limit,
+            locked_joints=dict(structure.locked_joints),
+        )
+        return zero.with_parameters(theta)
+
     def with_parameters(self, theta: np.ndarray) -> Robot:
         """A copy of this robot whose standard parameters are ``theta`` (p,)."""
         theta = np.asarray(theta, float)
         if theta.shape != (self.n_parameters,):
             raise ModelError(f"theta must have {self.n_parameters} values, got {theta.shape}")
-        blocks = theta.reshape(self.n_dof, self._block)
+        blocks = theta.reshape(self.n_dof, self.parameter_block)
         joints = [Joint(**{**j.__dict__, "inertial": blocks[i, :10].copy()}) for i, j in enumerate(self.joints)]
         has_ia = self.rotor_inertia is not None
         friction = self.friction
@@ -292,40 +232,6 @@ class Robot(JointChain):
             locked_joints=dict(self.locked_joints),
             friction_source=self.friction_source,
         )
-
-
-def reference_regressor(robot: Robot, q, qd, qdd, columns=None) -> np.ndarray:
-    """Batched numpy regressor of ``robot``: what :meth:`Robot.regressor` computes, same arguments and result.
-
-    ``Robot.regressor`` runs compiled kernels (:mod:`robotid_sim.dynamics.crba_kernels`);
-    this is the reference they are tested against, and their fallback where numba is missing.
-    :func:`~robotid_sim.dynamics.newton_euler.inertial_regressor` gives the inertial columns, then the
-    rotor (qdd) and friction (``robot.friction.columns(qd)``) columns are written in. ``columns``:
-    increasing indices into theta, as for ``Robot.regressor``.
-    """
-    n = robot.n_dof
-    q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
-    N, b = q.shape[0], robot._block
-    selected = np.arange(robot.n_parameters) if columns is None else np.asarray(columns)
-    position = {int(c): k for k, c in enumerate(selected)}
-    link_columns = []
-    for j in range(n):
-        local = selected[(selected >= j * b) & (selected < j * b + 10)] - j * b
-        link_columns.append((local, position[j * b + int(local[0])] if len(local) else 0))
-    Y = np.zeros((N, n, len(selected)))
-    inertial_regressor(
-        robot.joints, q.T.copy(), qd.T.copy(), qdd.T.copy(), robot.gravity, out=Y, link_columns=link_columns
-    )
-    has_ia = robot.rotor_inertia is not None
-    friction = robot.friction.columns(qd) if robot.friction.suffixes else None
-    for j in range(n):
-        if has_ia and j * b + 10 in position:
-            Y[:, j, position[j * b + 10]] = qdd[:, j]
-        for c in range(len(robot.friction.suffixes)):
-            k = position.get(j * b + 10 + has_ia + c)
-            if k is not None:
-                Y[:, j, k] = friction[:, j, c]
-    return Y
 
 
 def _urdf_friction(urdf: UrdfRobot, used: bool = True) -> FrictionModel | None:

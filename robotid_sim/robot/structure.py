@@ -28,8 +28,10 @@ from functools import cached_property
 import numpy as np
 
 from robotid_sim._json import jsonable
-from robotid_sim.dynamics.chain import Joint, JointChain
+from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
+from robotid_sim.dynamics.chain import Joint
 from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict, linear_fields
+from robotid_sim.dynamics.regressor import RegressorChain
 from robotid_sim.errors import ModelError
 
 #: version of :meth:`RobotStructure.to_dict`'s layout
@@ -73,11 +75,14 @@ def _with_zero_coefficients(law: dict, n: int) -> dict:
 
 
 @dataclass(frozen=True, eq=False)
-class RobotStructure(JointChain):
+class RobotStructure(RegressorChain):
     """Kinematics, gravity, friction law and parameter layout of a robot, without its parameters.
 
     Build one with :meth:`Robot.structure() <robotid_sim.robot.Robot.structure>` or
-    :meth:`from_dict`. Dynamics are batched over samples: ``q, qd, qdd`` are (N, n).
+    :meth:`from_dict`. Dynamics are batched over samples: ``q, qd, qdd`` are (N, n). The parameter
+    layout, the regressor and random states are :class:`~robotid_sim.dynamics.regressor.RegressorChain`'s;
+    :meth:`Robot.from_structure(structure, theta) <robotid_sim.robot.Robot.from_structure>` is a robot
+    of this structure with parameter values.
 
     Attributes:
         name: robot name.
@@ -120,35 +125,15 @@ class RobotStructure(JointChain):
 
     # ----------------------------------------------------------------- description
     @property
-    def parameter_names(self) -> list[str]:
-        """Names of the p standard parameters, in regressor order (see :class:`Robot`)."""
-        return self._robot.parameter_names
-
-    @property
-    def n_parameters(self) -> int:
-        return self._robot.n_parameters
-
-    def parameter_slices(self) -> dict[str, np.ndarray]:
-        """Indices into theta of each parameter group: 'inertial', 'rotor', 'friction'."""
-        return self._robot.parameter_slices()
+    def has_rotor_inertia(self) -> bool:
+        """Whether each joint has a rotor-inertia parameter ``Ia``."""
+        return bool(self.rotor_inertia)
 
     @cached_property
-    def _robot(self):
-        """A :class:`Robot` with every parameter zero: the regressor needs only the kinematics."""
-        from robotid_sim.robot.model import Robot
-
+    def friction(self) -> FrictionModel:
+        """The friction law as a model whose linear coefficients are zero: its regressor columns and names."""
         n = self.n_dof
-        return Robot(
-            name=self.name,
-            joints=list(self.joints),
-            gravity=self.gravity,
-            friction=friction_from_dict(_with_zero_coefficients(self.friction_law, n), n),
-            rotor_inertia=np.zeros(n) if self.rotor_inertia else None,
-            gear_ratio=self.gear_ratio,
-            velocity_limit=self.velocity_limit,
-            acceleration_limit=self.acceleration_limit,
-            locked_joints=dict(self.locked_joints),
-        )
+        return friction_from_dict(_with_zero_coefficients(self.friction_law, n), n)
 
     def with_friction_law(self, law: dict) -> RobotStructure:
         """This structure with another friction law (``{"model": ..., "alpha": [...], ...}`` as in a sidecar,
@@ -170,40 +155,21 @@ class RobotStructure(JointChain):
         if "base" in self._cache and model.kind == self.friction_law.get("model"):
             # the same law with other constants: its columns stay independent of each other and of the rigid
             # body's, so the reduction is the same; only its regressor is the new law's
-            structure._cache["base"] = replace(self._cache["base"], _regressor=structure._robot.regressor)
+            structure._cache["base"] = self._cache["base"].with_regressor(structure.regressor)
         return structure
 
-    # ----------------------------------------------------------------- dynamics
-    def regressor(self, q, qd, qdd, columns=None) -> np.ndarray:
-        """Regressor Y (N, n, p) (or the given ``columns`` of it), Y @ theta = motor torque."""
-        return self._robot.regressor(q, qd, qdd, columns=columns)
-
-    def random_states(self, rng: np.random.Generator, N: int) -> tuple[np.ndarray, ...]:
-        """Random (q, qd, qdd), each (N, n), inside the position, velocity, acceleration limits."""
-        return self._robot.random_states(rng, N)
-
-    def base_parameters(self):
+    # ----------------------------------------------------------------- base parameters
+    def base_parameters(self) -> BaseParameters:
         """The base-parameter reduction (:class:`BaseParameters`), with no true values."""
         if "base" not in self._cache:
-            from robotid_sim.dynamics.base_parameters import compute_base_parameters
-
-            robot = self._robot
             self._cache["base"] = compute_base_parameters(
-                robot.regressor,
-                robot.random_states,
-                robot.parameter_names,
+                self.regressor,
+                self.random_states,
+                self.parameter_names,
                 None,
-                n_samples=max(200, 4 * robot.n_parameters // robot.n_dof),
+                n_samples=max(200, 4 * self.n_parameters // self.n_dof),
             )
         return self._cache["base"]
-
-    def robot_with_parameters(self, theta):
-        """A :class:`Robot` of this structure whose standard parameters are ``theta`` (p,).
-
-        The parameters need not be physically consistent; the robot's recursive dynamics
-        (mass matrix, bias, forward dynamics) are linear in them.
-        """
-        return self._robot.with_parameters(theta)
 
     # ----------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
@@ -278,7 +244,7 @@ class RobotStructure(JointChain):
                 acceleration_limit=np.array(data["acceleration_limit"], float),
                 locked_joints=_locks_from(data.get("locked_joints", {})),
             )
-            structure._robot  # noqa: B018 - validates the friction law and the per-joint arrays now
+            structure.friction  # noqa: B018 - validates the friction law now
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ModelError):
                 raise

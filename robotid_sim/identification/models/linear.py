@@ -29,6 +29,7 @@ from robotid_sim.identification.model import (
     state_array,
     state_field,
 )
+from robotid_sim.robot.model import Robot
 from robotid_sim.robot.structure import RobotStructure
 
 
@@ -93,7 +94,7 @@ class LinearParameterModel(IdentifiedModel):
     @cached_property
     def equivalent_robot(self):
         """A :class:`~robotid_sim.robot.Robot` with :meth:`standard_equivalent` as parameters."""
-        return self.structure.robot_with_parameters(self.standard_equivalent())
+        return Robot.from_structure(self.structure, self.standard_equivalent())
 
     def predict_torque(self, q, qd, qdd) -> np.ndarray:
         """Motor torque (N, n) by the compiled Newton–Euler kernels on :meth:`standard_equivalent`
