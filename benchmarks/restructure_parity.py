@@ -4,7 +4,7 @@
 Usage::
 
     python benchmarks/restructure_parity.py collect OUT_DIR       # run everything, write OUT_DIR/fingerprint.npz
-    python benchmarks/restructure_parity.py compare REF_DIR NEW_DIR [--rtol 1e-12]
+    python benchmarks/restructure_parity.py compare REF_DIR NEW_DIR [--rtol 1e-12] [--rename OLD=NEW] [--ignore KEY]
 
 ``collect`` runs each bundled scenario (``robotid-sim run NAME``), simulates a small planar3r log set
 (``robotid-sim simulate``, fixed seeds) and identifies it with ``identify --validate``, and runs the
@@ -17,7 +17,12 @@ magnitude of that key's array, so exact zeros compare) and the keys missing from
 exits 1 if any; keys only in the new collection (e.g. a model's diagnostics newly reported) are listed,
 not counted as differences.
 
-The reference of the restructure (issue 26) was collected on commit 6a8c5ca with this same script.
+The reference of the restructure (issue 26) was collected on commit 6a8c5ca with this same script; the sweep's
+figures were renamed to the run's metric names and its task ids changed with its record version, so::
+
+    python benchmarks/restructure_parity.py compare REF NEW --ignore task_id \
+        --rename param_error=base_parameter_error --rename torque_error=torque_relative_error_vs_truth \
+        --rename trajectory_error=trajectory_rms_total
 """
 
 from __future__ import annotations
@@ -91,17 +96,22 @@ def _flatten(value, prefix: str, out: dict[str, np.ndarray]) -> None:
         out[prefix + "#str"] = np.asarray(value)
 
 
+#: the columns that name a row of a sweep table (its cell and estimator), so rows compare whatever their order
+ROW_IDENTITY = ("robot", "excitation", "noise", "repetition", "seed", "estimator")
+
+
 def _csv_numbers(path: Path, prefix: str, out: dict[str, np.ndarray]) -> None:
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     for i, row in enumerate(rows):
+        name = ",".join(row[c] for c in ROW_IDENTITY if c in row) or str(i)
         for key, text in row.items():
-            if _is_timing(key):
+            if _is_timing(key) or key in ROW_IDENTITY:
                 continue
             try:
-                out[f"{prefix}[{i}]/{key}"] = np.asarray(float(text))
+                out[f"{prefix}[{name}]/{key}"] = np.asarray(float(text))
             except (TypeError, ValueError):
-                out[f"{prefix}[{i}]/{key}#str"] = np.asarray(str(text))
+                out[f"{prefix}[{name}]/{key}#str"] = np.asarray(str(text))
 
 
 def _run_folder(run_dir: Path, tag: str, out: dict[str, np.ndarray]) -> None:
@@ -168,11 +178,23 @@ def _identify_validate(out_dir: Path, logs: Path, study: Path) -> None:
          "--estimator", "lmi_wls", "--lowpass", "20", "--name", "logset", "--out", str(study), cwd=out_dir)  # fmt: skip
 
 
-def compare(ref_dir: Path, new_dir: Path, rtol: float) -> int:
+def _renamed(key: str, renames: list[tuple[str, str]]) -> str:
+    head, _, last = key.rpartition("/")
+    for old, new in renames:
+        last = last.replace(old, new)
+    return f"{head}/{last}"
+
+
+def compare(ref_dir: Path, new_dir: Path, rtol: float, renames=(), ignore=()) -> int:
+    """Compare two collections; ``renames`` (old, new) apply to the reference's last key part (a renamed
+    metric), keys whose last part (without ``#str``) is in ``ignore`` are left out on both sides."""
     with np.load(ref_dir / "fingerprint.npz", allow_pickle=False) as f:
-        ref = {k: f[k] for k in f.files}
+        ref = {_renamed(k, list(renames)): f[k] for k in f.files}
     with np.load(new_dir / "fingerprint.npz", allow_pickle=False) as f:
         new = {k: f[k] for k in f.files}
+    for values in (ref, new):
+        for key in [k for k in values if k.rpartition("/")[2].removesuffix("#str") in ignore]:
+            del values[key]
     problems = [f"only in reference: {k}" for k in sorted(ref.keys() - new.keys())]
     added = sorted(new.keys() - ref.keys())
     worst = 0.0
@@ -218,11 +240,14 @@ def main() -> int:
     p_compare.add_argument("ref_dir", type=Path)
     p_compare.add_argument("new_dir", type=Path)
     p_compare.add_argument("--rtol", type=float, default=1e-12)
+    p_compare.add_argument("--rename", action="append", default=[], metavar="OLD=NEW", help="a renamed metric")
+    p_compare.add_argument("--ignore", action="append", default=[], metavar="NAME", help="a key to leave out")
     args = parser.parse_args()
     if args.command == "collect":
         collect(args.out_dir.resolve())
         return 0
-    return compare(args.ref_dir, args.new_dir, args.rtol)
+    renames = [tuple(text.split("=", 1)) for text in args.rename]
+    return compare(args.ref_dir, args.new_dir, args.rtol, renames, set(args.ignore))
 
 
 if __name__ == "__main__":
