@@ -217,7 +217,7 @@ def compare(ref_dir: Path, new_dir: Path, rtol: float, renames=(), ignore=()) ->
             tol = rtol * np.maximum(np.abs(a[finite]), scale)
             rel = float(np.max(diff / np.where(tol > 0, tol / rtol, 1.0))) if diff.size else 0.0
             worst = max(worst, rel)
-            if np.any(diff > tol) or not np.array_equal(a[~finite], b[~finite]):
+            if np.any(diff > tol) or not np.array_equal(a[~finite], b[~finite], equal_nan=True):
                 problems.append(f"{key}: max relative difference {rel:.3g}")
     compared = len(ref.keys() & new.keys())
     print(f"compared {compared} values (reference {len(ref)}, new {len(new)}); largest relative difference {worst:.3g}")
