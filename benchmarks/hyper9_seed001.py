@@ -25,7 +25,7 @@ import numpy as np
 
 from robotid_sim.identification import IdentificationProblem
 from robotid_sim.plugins import get_estimator
-from robotid_sim.scenario.plan import prepare_run, simulate_datasets
+from robotid_sim.scenario.plan import prepare_run, simulate_dataset
 from robotid_sim.scenario.schema import load_scenario
 from robotid_sim.studies import run_scenario
 
@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
 
     plan = prepare_run(load_scenario(SCENARIO))
-    ds, _ = simulate_datasets(plan, lambda *a: None)
+    ds = simulate_dataset(plan, "identification")
     problem = IdentificationProblem(plan.structure, ds)
     get_estimator("lmi_wls")().fit(problem)  # warm-up: imports cvxpy, compiles the kernels
     t_ols, _ = _median_fit(get_estimator("ols")(), problem, max(args.repeats, 5))

@@ -56,10 +56,12 @@ def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp
     ):
         assert (run / name).is_file(), name
     stamp = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
-    second = run_cli(["run"], cwd=tmp_path)
+    # another run of a study of the same name into the same folder (a short one: the run folder is what counts)
+    second = run_cli(["run", str(_write_scenario(tmp_path, name="prrrp_seed004"))], cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     runs_after = _complete_runs(tmp_path / "runs")
     assert len(runs_after) == 2 and run in runs_after
+    assert all(p.name.startswith("prrrp_seed004-") for p in runs_after)
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == stamp  # the first run is untouched
 
 

@@ -29,13 +29,6 @@ def robot():
 
 
 @pytest.fixture(scope="module")
-def clean(robot):
-    """Noise-free data of the scenario's sequential excitation, and its problem."""
-    ds = rid.simulate(robot, SCENARIO["excitation"], rate_hz=SCENARIO["simulation"]["rate_hz"])
-    return ds, IdentificationProblem(robot, ds)
-
-
-@pytest.fixture(scope="module")
 def noisy(robot):
     """The scenario's data: its excitation, noise and seed."""
     ds = rid.simulate(
@@ -45,6 +38,16 @@ def noisy(robot):
         seed=SCENARIO["seed"],
         rate_hz=SCENARIO["simulation"]["rate_hz"],
     )
+    return ds, IdentificationProblem(robot, ds)
+
+
+@pytest.fixture(scope="module")
+def clean(robot, noisy):
+    """Noise-free data of the scenario's sequential excitation (the noisy data's truth: the same simulation), and
+    its problem."""
+    ds = noisy[0]
+    truth = ds.truth
+    ds = dataclasses.replace(ds, q=truth.q, qd=truth.qd, qdd=truth.qdd, tau=truth.tau)
     return ds, IdentificationProblem(robot, ds)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -372,35 +372,42 @@ def prepare_closed_loop_study(study: ClosedLoopStudy, base_dir: str | Path | Non
     return ClosedLoopStudyPlan(study, robot, plan, {CAD_LABEL.casefold(): cad} if cad is not None else {})
 
 
-def simulate_datasets(plan: RunPlan, progress: Progress) -> tuple[Dataset, Dataset]:
+def simulate_datasets(plan: RunPlan, progress: Progress | None = None) -> tuple[Dataset, Dataset]:
     """The identification and validation datasets of a simulated scenario (``plan.recorded`` is None).
 
     Args:
         plan: the checked run (:func:`prepare_run`).
-        progress: callable(task, done, total), told the simulation's progress.
+        progress: callable(label, done, total), told the simulations' progress.
     """
-    sc, robot, sim = plan.scenario, plan.robot, plan.scenario.simulation
+    return simulate_dataset(plan, "identification", progress), simulate_dataset(plan, "validation", progress)
 
-    common = {"noise": plan.noise, "rate_hz": sim.rate_hz, "dt": sim.dt, "kp": sim.kp, "kd": sim.kd}
+
+def simulate_dataset(
+    plan: RunPlan, which: Literal["identification", "validation"], progress: Progress | None = None
+) -> Dataset:
+    """One dataset of a simulated scenario: ``which`` is ``"identification"`` (the scenario's excitation and seed)
+    or ``"validation"`` (its validation excitation, the seed plus the validation's noise-seed offset)."""
+    sc, sim = plan.scenario, plan.scenario.simulation
+    if which == "identification":
+        excitation, duration, seed = plan.excitation, plan.duration, sc.seed
+    else:
+        excitation, duration = plan.validation_excitation, plan.validation_duration
+        seed = sc.seed + sc.validation.noise_seed_offset
     ds = simulate(
-        robot,
-        plan.excitation,
-        duration=plan.duration,
-        seed=sc.seed,
-        progress=relabel(progress, "simulate identification data"),
-        **common,
-    )
-    ds_val = simulate(
-        robot,
-        plan.validation_excitation,
-        duration=plan.validation_duration,
-        seed=sc.seed + sc.validation.noise_seed_offset,
-        progress=relabel(progress, "simulate validation data"),
-        **common,
+        plan.robot,
+        excitation,
+        duration=duration,
+        seed=seed,
+        progress=relabel(progress, f"simulate {which} data"),
+        noise=plan.noise,
+        rate_hz=sim.rate_hz,
+        dt=sim.dt,
+        kp=sim.kp,
+        kd=sim.kd,
     )
     if plan.excitation_default is not None:
-        ds.metadata["excitation_default"] = ds_val.metadata["excitation_default"] = plan.excitation_default
-    return ds, ds_val
+        ds.metadata["excitation_default"] = plan.excitation_default
+    return ds
 
 
 def cad_model(robot) -> StandardParameterModel | None:
