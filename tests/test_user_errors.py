@@ -239,20 +239,45 @@ def _listing(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-@pytest.mark.parametrize(("args", "pattern"), [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
-def test_user_error_gives_one_line_and_exit_code_2(work, args, pattern):
+#: the cases also run as a real process (one per command and kind of input): exit status 2 from the interpreter
+IN_A_PROCESS = ("rate_nan", "data_of_another_robot", "options_bad_json", "estimator_option_length", "report_on_a_file")
+
+
+def _check_one_error_line(work: Path, before: set[str], code, out: str, err: str, pattern: str) -> None:
     import re
 
-    before = _listing(work)
-    result = run_cli(args, cwd=work, env_extra={"PYTHONPATH": str(ROOT)}, timeout=120)
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr
+    assert code == 2, (code, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, err
     assert re.search(pattern, errors[0]), errors[0]
     assert "bug" not in errors[0]
     assert _listing(work) == before  # nothing written, not even a temporary file
     assert not Path("/proc/o.npz").exists()
+
+
+@pytest.mark.parametrize(("args", "pattern"), [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
+def test_user_error_gives_one_line_and_exit_code_2(work, args, pattern, monkeypatch, capsys):
+    """Every case through the CLI's ``main`` in this process (a process per case costs about 1 s of imports)."""
+    before = _listing(work)
+    monkeypatch.chdir(work)
+    try:
+        code = cli.main(list(args))
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    captured = capsys.readouterr()
+    _check_one_error_line(work, before, code, captured.out, captured.err, pattern)
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [c[1:] for c in CLI_CASES if c[0] in IN_A_PROCESS],
+    ids=[c[0] for c in CLI_CASES if c[0] in IN_A_PROCESS],
+)
+def test_user_error_in_a_real_process_exits_with_status_2(work, args, pattern):
+    before = _listing(work)
+    result = run_cli(args, cwd=work, env_extra={"PYTHONPATH": str(ROOT)}, timeout=120)
+    _check_one_error_line(work, before, result.returncode, result.stdout, result.stderr, pattern)
 
 
 def test_an_unexpected_exception_is_one_line_naming_a_bug_and_debug_shows_the_traceback(monkeypatch, capsys):
