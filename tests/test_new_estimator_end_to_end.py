@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import yaml
-from helpers import install_plugin
+from helpers import install_plugin, run_cli
 
 PLUGIN = textwrap.dedent('''
     """Estimator 'counting_ols' returning the plugin's own model kind 'counted_linear' with two diagnostics
@@ -61,15 +59,8 @@ def test_a_plugin_models_own_diagnostics_reach_metrics_json_and_the_report(tmp_p
         "estimators": ["counting_ols"],
     }
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run(
-        [sys.executable, "-m", "robotid_sim.cli", "run", "study.yaml", "--out", "runs"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    pythonpath = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    run = run_cli(["run", "study.yaml", "--out", "runs"], cwd=tmp_path, env_extra={"PYTHONPATH": pythonpath})
     assert run.returncode == 0, run.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert json.loads((run_dir / "models" / "counting_ols.json").read_text())["kind"] == "counted_linear"
