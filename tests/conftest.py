@@ -18,17 +18,16 @@ import robotid_sim as rid  # noqa: E402
 BUNDLED = ["planar3r", "scara", "three_axis", "prrrp", "hyper9"]
 
 
-#: thread pools of one thread each when the tests run in several processes (pytest-xdist: one per core), as the
-#: sweep's workers do (robotid_sim.sweep.executors): two processes of two BLAS/numba/torch threads on two cores
-#: only fight over them
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-
-
 def pytest_configure(config):
-    """Before xdist starts its workers (they inherit the environment, and so do the CLI subprocesses of tests)."""
+    """When the tests run in several processes (pytest-xdist: one per core), each keeps one thread per BLAS,
+    OpenMP, numba and torch pool, as the sweep's workers do (two processes of two threads on two cores only fight
+    over them). Set before xdist starts its workers: they inherit the environment, and so do the CLI subprocesses
+    of tests."""
+    from robotid_sim.sweep.executors import SINGLE_THREAD_SETTINGS
+
     workers = getattr(config.option, "numprocesses", None)
     if workers not in (None, 0, "0"):
-        for key, value in ONE_THREAD.items():
+        for key, value in SINGLE_THREAD_SETTINGS.items():
             os.environ.setdefault(key, value)
 
 

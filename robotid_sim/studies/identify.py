@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from robotid_sim.progress import Progress
-from robotid_sim.scenario.schema import parse_scenario
+from robotid_sim.scenario.schema import PreprocessingConfig, parse_scenario
 
 
 def run_identify_study(
@@ -41,21 +41,14 @@ def prepare_recordings(scenario: Mapping[str, Any]) -> tuple[Any, list[tuple[str
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
     from robotid_sim.robot import load_robot
-    from robotid_sim.signal.preprocess import preprocess
-    from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, per_experiment
+    from robotid_sim.scenario.plan import preprocess_dataset
+    from robotid_sim.sim.logs import load_logs, parse_log_source
 
     parse_scenario({**scenario, "data": None}, "identify")  # every field checked before the work
     estimators = [(e["name"], get_estimator(e["name"]).from_options(**e["options"])) for e in scenario["estimators"]]
     robot = load_robot(scenario["robot"], sidecar=scenario["sidecar"], lock_joints=scenario["lock_joints"] or None)
     data = scenario["data"]
     sources = [parse_log_source({**data["defaults"], "path": path}, "--layout") for path in data["identification"]]
-    pre = scenario["preprocessing"]
-    ds, notes = preprocess(
-        load_logs(sources, robot),
-        per_experiment=per_experiment,
-        experiments=experiments,
-        lowpass_hz=pre["lowpass_hz"],
-        differentiate=pre["differentiate"],
-    )
+    ds, notes = preprocess_dataset(load_logs(sources, robot), PreprocessingConfig(**scenario["preprocessing"]))
     problem = IdentificationProblem(robot, ds, velocity_deadband=scenario["identification"]["velocity_deadband"])
     return problem, estimators, notes
