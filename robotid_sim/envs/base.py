@@ -19,19 +19,42 @@ PyBullet env reset with the same seed get the same start state and target.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
-from robotid_sim.envs.spec import ArmSpec
+from robotid_sim.envs.spec import ArmSpec, checked_actions
 from robotid_sim.envs.tasks import Task, make_task
+from robotid_sim.errors import ConfigError
 
 
 def episode_generators(rng: np.random.Generator) -> tuple[np.random.Generator, np.random.Generator]:
     """(task generator, parameter-draw generator) of one episode, seeded from two draws of ``rng``."""
     task_seed, draw_seed = rng.integers(0, 2**63, size=2)
     return np.random.default_rng(int(task_seed)), np.random.default_rng(int(draw_seed))
+
+
+def checked_seed(seed, where: str) -> int | None:
+    """``seed`` as a Python int (numpy integers too) or None, or ConfigError: a seed is None or an integer >= 0."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"{where}: reset(seed=...) takes None or an integer >= 0, got {seed!r:.60}")
+    return int(seed)
+
+
+def checked_reset_options(options: dict | None, where: str, valid: tuple[str, ...] = ()) -> dict:
+    """``reset``'s ``options`` (a dict of ``valid`` keys; None gives ``{}``), or ConfigError naming unknown keys."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ConfigError(f"{where}: reset(options=...) takes a dict or None, got {type(options).__name__}")
+    unknown = sorted(str(key) for key in options if key not in valid)
+    if unknown:
+        accepted = f"valid keys: {list(valid)}" if valid else "this env takes no reset options: pass options=None"
+        raise ConfigError(f"{where}: unknown reset option(s) {unknown}; {accepted}")
+    return options
 
 
 def observe(arm: ArmSpec, task: Task, q, qd, params, steps) -> tuple[np.ndarray, np.ndarray]:
@@ -62,6 +85,8 @@ class ArmEnv(gym.Env[np.ndarray, np.ndarray]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 100}
+    #: the env's name in messages (its Gymnasium id without the namespace)
+    env_name: ClassVar[str]
 
     def __init__(self, arm: ArmSpec):
         self.arm = arm
@@ -91,7 +116,8 @@ class ArmEnv(gym.Env[np.ndarray, np.ndarray]):
 
     # ----------------------------------------------------------------- Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        super().reset(seed=seed)
+        checked_reset_options(options, self.env_name)
+        super().reset(seed=checked_seed(seed, self.env_name))
         task_rng, draw_rng = episode_generators(self.np_random)
         q, qd, self._params = self.task.sample(task_rng)
         self._begin(q, qd, draw_rng)
@@ -102,6 +128,7 @@ class ArmEnv(gym.Env[np.ndarray, np.ndarray]):
     def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self.q is None:
             raise gym.error.ResetNeeded("call reset() before step()")
+        action = checked_actions(action, self.action_space.shape, self.env_name, self.arm.action_layout)
         a, tau = self.arm.torque(action)
         q, qd, ok = self._advance(tau[0])
         self.q, self.qd = q, qd

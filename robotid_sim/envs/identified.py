@@ -35,6 +35,8 @@ from robotid_sim.robot.model import Robot
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT
 
 ENV_NAME = "IdentifiedArm-v0"
+#: the keyword arguments of the identified envs that are not options (listed with the valid options in messages)
+ARGUMENTS = ("model", "robot")
 
 
 class IdentifiedArmOptions(ArmEnvOptions):
@@ -67,25 +69,27 @@ class IdentifiedArm:
     draws: CovarianceDraws | None
 
     @classmethod
-    def build(cls, model, robot, options: IdentifiedArmOptions) -> IdentifiedArm:
+    def build(cls, model, robot, options: IdentifiedArmOptions, where: str = ENV_NAME) -> IdentifiedArm:
         """Resolve ``model`` (object or path) and ``robot`` (object, name, path or None) and check they agree.
 
         Raises:
-            ConfigError: ``model`` is neither a model nor a path, no robot structure is known to
-                take the limits from, or the draws are impossible (no covariance).
+            ConfigError: ``model`` is missing or neither a model nor a path, no robot structure is known
+                to take the limits from, or the draws are impossible (no covariance).
             ModelError: the robot differs from the one the model was identified on.
         """
         from robotid_sim.identification import IdentifiedModel, load_model
         from robotid_sim.robot import load_robot
 
+        if not isinstance(model, IdentifiedModel | str | Path):
+            got = "nothing" if model is None else type(model).__name__
+            raise ConfigError(
+                f"{where}: model= must be an IdentifiedModel or the path of a saved model (.json), got {got}: "
+                "give model=..."
+            )
         if robot is not None and not isinstance(robot, Robot):
             robot = load_robot(robot)
         if isinstance(model, str | Path):
             model = load_model(model, robot=robot)
-        elif not isinstance(model, IdentifiedModel):
-            raise ConfigError(
-                f"model must be an IdentifiedModel or the path of a saved model (.json), got {type(model).__name__}"
-            )
         elif robot is not None:
             model.check_structure(robot.structure())
         structure = getattr(model, "structure", None)
@@ -135,6 +139,7 @@ class IdentifiedArmEnv(ArmEnv):
         control_dt: seconds per env step.
         physics_dt: integration step (s), PyBullet's by default.
         render_mode: ``None`` or ``"rgb_array"``.
+        **unknown: refused (ConfigError naming them and the valid options).
 
     Attributes:
         model: the identified model.
@@ -142,12 +147,15 @@ class IdentifiedArmEnv(ArmEnv):
         episode_parameters: with parameter draws, the standard parameters (p,) of this episode; else None.
 
     Raises:
-        ConfigError: a bad option (named), a model without covariance for ``parameter_draws``.
+        ConfigError: a missing model, an unknown or bad option (named), a model without covariance for
+            ``parameter_draws``.
     """
+
+    env_name = ENV_NAME
 
     def __init__(
         self,
-        model,
+        model=None,
         robot=None,
         task: str = "reach",
         parameter_draws: str | None = None,
@@ -156,10 +164,12 @@ class IdentifiedArmEnv(ArmEnv):
         control_dt: float = CONTROL_DT,
         physics_dt: float = DEFAULT_DT,
         render_mode: str | None = None,
+        **unknown,
     ):
         options = validated_options(
             IdentifiedArmOptions,
             ENV_NAME,
+            ARGUMENTS,
             task=task,
             parameter_draws=parameter_draws,
             parameter_draw_scale=parameter_draw_scale,
@@ -167,6 +177,7 @@ class IdentifiedArmEnv(ArmEnv):
             control_dt=control_dt,
             physics_dt=physics_dt,
             render_mode=render_mode,
+            **unknown,
         )
         built = IdentifiedArm.build(model, robot, options)
         super().__init__(built.arm)

@@ -18,6 +18,7 @@ import numpy as np
 
 from robotid_sim.envs.base import ArmEnv
 from robotid_sim.envs.spec import CONTROL_DT, ArmEnvOptions, arm_spec, validated_options
+from robotid_sim.errors import ConfigError
 from robotid_sim.robot.model import Robot
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT
 
@@ -48,34 +49,46 @@ class PyBulletArmEnv(ArmEnv):
         control_dt: seconds per env step.
         physics_dt: PyBullet's time step (s).
         render_mode: ``None`` or ``"rgb_array"``.
+        **unknown: refused (ConfigError naming them and the valid options).
 
     Attributes:
         robot: the robot as loaded (its friction law intact).
         simulated_robot: the robot PyBullet simulates (without friction if ``friction=False``).
+
+    Raises:
+        ConfigError: a missing robot, an unknown or bad option (named).
+        ModelError: an unknown robot name or a URDF that cannot be loaded.
     """
+
+    env_name = ENV_NAME
 
     def __init__(
         self,
-        robot,
+        robot=None,
         task: str = "reach",
         friction: bool = True,
         torque_limit=None,
         control_dt: float = CONTROL_DT,
         physics_dt: float = DEFAULT_DT,
         render_mode: str | None = None,
+        **unknown,
     ):
         from robotid_sim.robot import load_robot
 
         options = validated_options(
             PyBulletArmOptions,
             ENV_NAME,
+            ("robot",),
             task=task,
             friction=friction,
             torque_limit=torque_limit,
             control_dt=control_dt,
             physics_dt=physics_dt,
             render_mode=render_mode,
+            **unknown,
         )
+        if robot is None:
+            raise ConfigError(f"{ENV_NAME}: robot= is required: give a Robot, a registered robot's name or a URDF path")
         self.robot = robot if isinstance(robot, Robot) else load_robot(robot)
         super().__init__(arm_spec(self.robot, options, self.robot.inverse_dynamics))
         self.simulated_robot = self.robot if options.friction else without_friction(self.robot)

@@ -39,7 +39,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from robotid_sim.envs.spec import checked_actions
 from robotid_sim.errors import ConfigError
+
+#: the adapter's name in messages
+ADAPTER_NAME = "SB3VecEnvAdapter"
 
 #: keys of a SAME_STEP vector env's info that are not per-copy values
 _FINAL_KEYS = ("final_obs", "final_info")
@@ -98,7 +102,8 @@ class SB3VecEnvAdapter:
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions)
+        """Keep ``actions`` (num_envs, n) for :meth:`step_wait`; DataError for another shape, a NaN or an infinity."""
+        self._actions = checked_actions(actions, self.venv.action_space.shape, ADAPTER_NAME, "one row per copy")
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
         """``(obs, rewards, dones, infos)`` in SB3's form (module docstring)."""

@@ -4,7 +4,10 @@ Signals are batched over copies of the arm: ``q``, ``qd``, ``tau`` are (B, n) (B
 single env), ``action`` (B, n) in [-1, 1].
 
 **Actions.** ``Box(-1, 1, (n,), float32)``; the motor torque is ``tau = clip(action, -1, 1) ·
-torque_limit``, held for one control step (zero-order hold over the physics substeps). The
+torque_limit``, held for one control step (zero-order hold over the physics substeps). A finite
+action outside [-1, 1] is clipped; an action of another shape, or with a NaN or an infinity, is
+refused with :class:`~robotid_sim.errors.DataError` naming the expected shape
+(:func:`checked_actions`), before the arm moves. The
 torque limit of each joint comes from, in this order: the ``torque_limit`` option (one value or
 one per joint, N·m or N); the URDF ``<limit effort>`` (kept in the robot's structure, so a saved
 model knows it); for a joint without one, :data:`TORQUE_LIMIT_FACTOR` times the largest |tau| the
@@ -52,7 +55,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from robotid_sim.errors import ConfigError, format_validation_error
+from robotid_sim.errors import ConfigError, DataError, format_validation_error
 from robotid_sim.robot.model import DEFAULT_PRISMATIC_RANGE, DEFAULT_REVOLUTE_RANGE
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT
 
@@ -115,13 +118,53 @@ class ArmEnvOptions(BaseModel):
         return round(self.control_dt / self.physics_dt)
 
 
-def validated_options(options_class: type[ArmEnvOptions], where: str, **options) -> ArmEnvOptions:
-    """``options_class`` (:class:`ArmEnvOptions` or an env's subclass of it) from keyword arguments,
-    or ConfigError naming ``where`` and each bad field."""
+def validated_options(
+    options_class: type[ArmEnvOptions], where: str, arguments: tuple[str, ...] = (), **options
+) -> ArmEnvOptions:
+    """``options_class`` (:class:`ArmEnvOptions` or an env's subclass of it) from keyword arguments, or one
+    ConfigError line naming ``where``, each unknown or bad option, and the valid ones.
+
+    Args:
+        options_class: the env's options.
+        where: the env's name, put first in the message.
+        arguments: the env's keyword arguments that are not options (``model``, ``robot``), listed among the
+            valid ones.
+        **options: the keyword arguments the env was given, unknown ones included.
+    """
     try:
         return options_class(**options)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, where)) from None
+        valid = [*arguments, *options_class.model_fields]
+        raise ConfigError(format_validation_error(exc, where, noun="option", valid=valid)) from None
+
+
+def checked_actions(actions, shape: tuple[int, ...], where: str, layout: str) -> np.ndarray:
+    """``actions`` as an array of exactly ``shape`` with finite values, or DataError (the check of every step:
+    one shape compare and one ``np.isfinite`` on the actions).
+
+    Args:
+        actions: what the caller passed to ``step``.
+        shape: the action space's shape, ``(n,)`` or ``(B, n)``.
+        where: the env's name, put first in the message.
+        layout: what the shape holds (``"one value per joint: joint1, joint2"``), for the message.
+
+    Raises:
+        DataError: ``actions`` is not numeric, has another shape, or holds a NaN or an infinity.
+    """
+    try:
+        a = np.asarray(actions)
+    except ValueError:  # a ragged sequence
+        a = np.asarray(None)
+    if a.shape != shape or a.dtype.kind not in "biuf":
+        got = f"shape {a.shape}" if a.dtype.kind in "biuf" else f"{actions!r:.60}"
+        raise DataError(f"{where}: actions must be numbers of shape {shape} ({layout}), got {got}")
+    if not np.isfinite(a).all():
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+        raise DataError(
+            f"{where}: actions must be finite (in [-1, 1]; finite values outside are clipped), got "
+            f"{a[bad]} at index {bad[0] if len(bad) == 1 else bad}: check the policy's output"
+        )
+    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,6 +205,11 @@ class ArmSpec:
         return self.upper - self.lower
 
     # ----------------------------------------------------------------- spaces
+    @property
+    def action_layout(self) -> str:
+        """What one action holds, for messages."""
+        return f"one value in [-1, 1] per joint: {', '.join(self.joint_names)}"
+
     def action_space(self):
         from gymnasium import spaces
 
@@ -178,7 +226,8 @@ class ArmSpec:
 
     # ----------------------------------------------------------------- stepping
     def torque(self, action) -> tuple[np.ndarray, np.ndarray]:
-        """(clipped action, motor torque), each (B, n) float64, from actions (B, n) or (n,)."""
+        """(clipped action, motor torque), each (B, n) float64, from finite actions (B, n) or (n,)
+        (:func:`checked_actions`)."""
         a = np.clip(np.asarray(action, dtype=float).reshape(-1, self.n_dof), -1.0, 1.0)
         return a, a * self.torque_limit
 

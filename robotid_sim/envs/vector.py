@@ -38,16 +38,31 @@ from pydantic import Field
 
 from robotid_sim.dynamics.forward import robust_forward, semi_implicit_euler
 from robotid_sim.envs import DEFAULT_MAX_EPISODE_STEPS
-from robotid_sim.envs.base import episode_generators, joint_error, observe, render_fps
+from robotid_sim.envs.base import (
+    checked_reset_options,
+    checked_seed,
+    episode_generators,
+    joint_error,
+    observe,
+    render_fps,
+)
 from robotid_sim.envs.dynamics import CopyParameters
-from robotid_sim.envs.identified import IdentifiedArm, IdentifiedArmOptions
+from robotid_sim.envs.identified import ARGUMENTS, IdentifiedArm, IdentifiedArmOptions
 from robotid_sim.envs.render import KinematicRenderer
-from robotid_sim.envs.spec import CONTROL_DT, validated_options
+from robotid_sim.envs.spec import CONTROL_DT, checked_actions, validated_options
 from robotid_sim.envs.tasks import make_task
 from robotid_sim.errors import ConfigError
+from robotid_sim.safety import memory_limit_bytes
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT
 
 ENV_NAME = "IdentifiedArm-v0 (vector)"
+
+#: bytes per copy of a vector env's state, estimated as RNG_BYTES (its random generator, measured about
+#: 0.9 kB) plus (STATE_FLOATS_PER_JOINT · n)² + 4 · (task row) + 2 · (parameters) float64 values: the state,
+#: task and parameter rows and the step's (B, n, n) temporaries, with margin (hyper9's reach measured
+#: about 5 kB per copy at its peak; the estimate gives 16 kB)
+RNG_BYTES = 2048
+STATE_FLOATS_PER_JOINT = 4
 
 
 class IdentifiedArmVectorOptions(IdentifiedArmOptions):
@@ -56,6 +71,20 @@ class IdentifiedArmVectorOptions(IdentifiedArmOptions):
     num_envs: int = Field(default=1, ge=1)
     max_episode_steps: int = Field(default=DEFAULT_MAX_EPISODE_STEPS, ge=1)
     autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP
+
+
+def check_copies_fit(copies: int, n_dof: int, task_size: int, n_parameters: int) -> None:
+    """Refuse (ConfigError, with the estimate) ``copies`` whose state would exceed the memory a run may use
+    (:func:`~robotid_sim.safety.memory_limit_bytes`), before anything is allocated."""
+    floats = (STATE_FLOATS_PER_JOINT * n_dof) ** 2 + 4 * task_size + 2 * n_parameters
+    need = copies * (RNG_BYTES + 8 * floats)
+    limit = memory_limit_bytes()
+    if need > limit:
+        most = limit // (need // copies)
+        raise ConfigError(
+            f"{ENV_NAME}: num_envs = {copies:,} copies of a {n_dof}-joint arm need about {need / 1024**3:,.1f} GiB, "
+            f"more than the {limit / 1024**3:.1f} GiB a run may use: give num_envs <= {most:,}"
+        )
 
 
 class IdentifiedArmVectorEnv(VectorEnv):
@@ -68,18 +97,23 @@ class IdentifiedArmVectorEnv(VectorEnv):
             physics_dt, render_mode: as for :class:`~robotid_sim.envs.identified.IdentifiedArmEnv`.
         max_episode_steps: control steps before an episode is truncated.
         autoreset_mode: an ``AutoresetMode`` (or its value, ``"NextStep"``, ``"SameStep"``, ``"Disabled"``).
+        **unknown: refused (ConfigError naming them and the valid options).
 
     Attributes:
         q, qd: (B, n) the copies' joint states.
         steps: (B,) control steps since each copy's reset.
         episode_parameters: with parameter draws, (B, p) each copy's standard parameters; else None.
+
+    Raises:
+        ConfigError: as :class:`~robotid_sim.envs.identified.IdentifiedArmEnv`, and ``num_envs`` copies
+            whose state would not fit in the memory a run may use.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 100, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
-        model,
+        model=None,
         num_envs: int = 1,
         robot=None,
         task: str = "reach",
@@ -91,10 +125,12 @@ class IdentifiedArmVectorEnv(VectorEnv):
         max_episode_steps: int = DEFAULT_MAX_EPISODE_STEPS,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         render_mode: str | None = None,
+        **unknown,
     ):
         options = validated_options(
             IdentifiedArmVectorOptions,
             ENV_NAME,
+            ARGUMENTS,
             num_envs=num_envs,
             task=task,
             parameter_draws=parameter_draws,
@@ -105,11 +141,13 @@ class IdentifiedArmVectorEnv(VectorEnv):
             max_episode_steps=max_episode_steps,
             autoreset_mode=autoreset_mode,
             render_mode=render_mode,
+            **unknown,
         )
-        built = IdentifiedArm.build(model, robot, options)
+        built = IdentifiedArm.build(model, robot, options, ENV_NAME)
         self.model, self.robot, self.arm, self._draws = built.model, built.robot, built.arm, built.draws
         self.task = make_task(self.arm)
         self.num_envs = B = options.num_envs
+        check_copies_fit(B, self.arm.n_dof, self.task.size, self.model.structure.n_parameters)
         n = self.arm.n_dof
         self.single_action_space = self.arm.action_space()
         self.action_space = batch_space(self.single_action_space, B)
@@ -152,23 +190,32 @@ class IdentifiedArmVectorEnv(VectorEnv):
         error = np.where(mask, joint_error(q, q_target), 0.0)
         return {"t": t, "_t": mask.copy(), "joint_error": error, "_joint_error": mask.copy()}
 
+    def _seeds(self, seed) -> list[int | None]:
+        """One seed per copy from ``reset``'s ``seed`` (None, s: s + i, or a list of num_envs), or ConfigError."""
+        B = self.num_envs
+        if seed is None or isinstance(seed, int | np.integer):
+            first = checked_seed(seed, ENV_NAME)
+            return [None if first is None else first + i for i in range(B)]
+        if not isinstance(seed, list | tuple | np.ndarray) or len(seed) != B:
+            raise ConfigError(
+                f"{ENV_NAME}: reset(seed=...) takes None, an integer >= 0 or a list of num_envs = {B} of them, "
+                f"got {seed!r:.60}"
+            )
+        return [checked_seed(s, ENV_NAME) for s in seed]
+
     # ----------------------------------------------------------------- Gymnasium API
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         """Reset every copy (or those of ``options["reset_mask"]``); ``seed`` s seeds copy i with s + i
         (a list gives one seed per copy), as ``SyncVectorEnv`` does."""
         B = self.num_envs
-        if seed is None or isinstance(seed, int | np.integer):
-            seeds = [None if seed is None else int(seed) + i for i in range(B)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != B:
-                raise ValueError(f"a list of seeds must have num_envs = {B} entries, got {len(seeds)}")
-        super().reset(seed=seed if isinstance(seed, int | np.integer) else None)
-        mask = np.ones(B, dtype=bool)
-        if options is not None and "reset_mask" in options:
-            mask = options["reset_mask"]
-            if not isinstance(mask, np.ndarray) or mask.shape != (B,) or mask.dtype != np.bool_ or not mask.any():
-                raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({B},) with a True entry")
+        seeds = self._seeds(seed)
+        options = checked_reset_options(options, ENV_NAME, ("reset_mask",))
+        mask = options.get("reset_mask", np.ones(B, dtype=bool))
+        if not isinstance(mask, np.ndarray) or mask.shape != (B,) or mask.dtype != np.bool_ or not mask.any():
+            raise ConfigError(
+                f"{ENV_NAME}: options['reset_mask'] must be a bool numpy array of shape ({B},) with a True entry"
+            )
+        super().reset(seed=seeds[0] if isinstance(seed, int | np.integer) else None)
         for i in np.flatnonzero(mask):
             if seeds[i] is not None or self._rngs[i] is None:
                 self._rngs[i] = seeding.np_random(seeds[i])[0]
@@ -180,9 +227,8 @@ class IdentifiedArmVectorEnv(VectorEnv):
     def step(self, actions):
         if all(rng is None for rng in self._rngs):
             raise gym.error.ResetNeeded("call reset() before step()")
-        actions = np.asarray(actions)
-        if actions.shape != self.action_space.shape:
-            raise ValueError(f"actions must have shape {self.action_space.shape}, got {actions.shape}")
+        layout = f"one row per copy, {self.arm.action_layout}"
+        actions = checked_actions(actions, self.action_space.shape, ENV_NAME, layout)
         mode = self.metadata["autoreset_mode"]
         if mode == AutoresetMode.DISABLED and self._done.any():
             raise gym.error.ResetNeeded(
