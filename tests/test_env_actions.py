@@ -136,6 +136,8 @@ def test_unknown_and_bad_keyword_arguments_raise_config_error_naming_them(model,
     for option, value in bad_values.items():
         with pytest.raises(ConfigError, match=option):
             make(**{option: value})
+    with pytest.raises(ConfigError, match="1,000,000,000 physics steps per env step, more than 100,000"):
+        make(control_dt=1e6)  # an env step that would never end
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from robotid_sim.errors import ConfigError, DataError, format_validation_error
 from robotid_sim.robot.model import DEFAULT_PRISMATIC_RANGE, DEFAULT_REVOLUTE_RANGE
@@ -61,6 +61,9 @@ from robotid_sim.sim.pybullet_sim import DEFAULT_DT
 
 #: control step (s): one env step; the physics advances in substeps of ``physics_dt``
 CONTROL_DT = 0.01
+
+#: most physics substeps per env step (``control_dt / physics_dt``): 100 s of control step at 1 ms
+MAX_SUBSTEPS = 100_000
 
 #: observation bound on |qd| as a multiple of the robot's velocity limit; beyond it the episode terminates
 VELOCITY_BOUND_FACTOR = 10.0
@@ -91,7 +94,8 @@ class ArmEnvOptions(BaseModel):
         task: ``"reach"`` (a joint target drawn at reset) or ``"track"`` (a random Fourier
             reference drawn at reset), see :mod:`robotid_sim.envs.tasks`.
         control_dt: seconds per env step.
-        physics_dt: integration / PyBullet step (s); ``control_dt`` must be a whole multiple of it.
+        physics_dt: integration / PyBullet step (s); ``control_dt`` must be a whole multiple of it, at most
+            :data:`MAX_SUBSTEPS` times it.
         torque_limit: action scale, one value or one per joint (N·m or N); default: see the module docstring.
         render_mode: ``None`` or ``"rgb_array"``.
     """
@@ -99,18 +103,25 @@ class ArmEnvOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     task: Literal["reach", "track"] = "reach"
     control_dt: float = Field(default=CONTROL_DT, gt=0, allow_inf_nan=False)
-    physics_dt: float = Field(default=DEFAULT_DT, gt=0, allow_inf_nan=False)
+    physics_dt: float = Field(default=DEFAULT_DT, gt=0, allow_inf_nan=False, validate_default=True)
     torque_limit: PerJoint | None = None
     render_mode: Literal["rgb_array"] | None = None
 
-    @model_validator(mode="after")
-    def _whole_substeps(self):
-        ratio = self.control_dt / self.physics_dt
-        if ratio < 1 - 1e-9 or abs(ratio - round(ratio)) > 1e-9 * ratio:
+    @field_validator("physics_dt")
+    @classmethod
+    def _whole_substeps(cls, physics_dt: float, info: ValidationInfo) -> float:
+        control_dt = info.data.get("control_dt")
+        if control_dt is None:  # control_dt itself is invalid, and reported
+            return physics_dt
+        ratio = control_dt / physics_dt
+        if not ratio <= MAX_SUBSTEPS:  # inf too
             raise ValueError(
-                f"control_dt = {self.control_dt:g} s must be a whole multiple of physics_dt = {self.physics_dt:g} s"
+                f"control_dt / physics_dt = {ratio:,.0f} physics steps per env step, more than {MAX_SUBSTEPS:,}: "
+                "give a shorter control_dt or a longer physics_dt"
             )
-        return self
+        if ratio < 1 - 1e-9 or abs(ratio - round(ratio)) > 1e-9 * ratio:
+            raise ValueError(f"control_dt = {control_dt:g} s must be a whole multiple of physics_dt = {physics_dt:g} s")
+        return physics_dt
 
     @property
     def substeps(self) -> int:
