@@ -48,6 +48,7 @@ time limit only: ``max_episode_steps`` control steps (``TimeLimit`` for single e
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -216,9 +217,9 @@ class ArmSpec:
         return self.upper - self.lower
 
     # ----------------------------------------------------------------- spaces
-    @property
+    @functools.cached_property
     def action_layout(self) -> str:
-        """What one action holds, for messages."""
+        """What one action holds, for messages (built once: :func:`checked_actions` takes it at every step)."""
         return f"one value in [-1, 1] per joint: {', '.join(self.joint_names)}"
 
     def action_space(self):

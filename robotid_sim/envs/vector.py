@@ -150,6 +150,7 @@ class IdentifiedArmVectorEnv(VectorEnv):
         check_copies_fit(B, self.arm.n_dof, self.task.size, self.model.structure.n_parameters)
         n = self.arm.n_dof
         self.single_action_space = self.arm.action_space()
+        self._action_layout = f"one row per copy, {self.arm.action_layout}"
         self.action_space = batch_space(self.single_action_space, B)
         self.single_observation_space = self.arm.observation_space()
         self.observation_space = batch_space(self.single_observation_space, B)
@@ -227,8 +228,7 @@ class IdentifiedArmVectorEnv(VectorEnv):
     def step(self, actions):
         if all(rng is None for rng in self._rngs):
             raise gym.error.ResetNeeded("call reset() before step()")
-        layout = f"one row per copy, {self.arm.action_layout}"
-        actions = checked_actions(actions, self.action_space.shape, ENV_NAME, layout)
+        actions = checked_actions(actions, self.action_space.shape, ENV_NAME, self._action_layout)
         mode = self.metadata["autoreset_mode"]
         if mode == AutoresetMode.DISABLED and self._done.any():
             raise gym.error.ResetNeeded(
