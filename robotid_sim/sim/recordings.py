@@ -596,8 +596,7 @@ def read_native(path: Path, joint_names: list[str] | None) -> dict[str, Any]:
     Args:
         path: an existing ``*.npz``, ``*.csv`` or ``*.mat`` file.
         joint_names: the joints to expect (checked names). For a CSV the columns are looked up by
-            these names (default: the names of the ``q_<joint>`` columns, in order), except generic
-            columns ``q_joint1`` … ``q_jointm``, which must be as many as the names; for a file that
+            these names (default: the names of the ``q_<joint>`` columns, in order); for a file that
             stores its names they must match; for a .npz/.mat without names they are used as given.
 
     Returns:
@@ -645,15 +644,8 @@ def _native_csv(path: Path, joint_names: list[str] | None) -> tuple[dict[str, An
     csv = read_csv(path)
     keys = NATIVE_KEYS["csv"]
     columns = csv.header
-    in_file = list(csv.by_prefix(keys["t"], {"q": keys["q"]})["q"])
-    if joint_names is not None and in_file == generic_joint_names(len(in_file)) and len(in_file) != len(joint_names):
-        raise DataError(
-            f"'{path}' has {len(in_file)} joint columns (q_joint1 ... q_joint{len(in_file)}) but {len(joint_names)} "
-            f"joints were asked for ({', '.join(joint_names)}); generic columns are not matched by name: load it for "
-            "the robot it was recorded on, or name the columns after the joints"
-        )
     if joint_names is None:
-        joint_names = in_file
+        joint_names = list(csv.by_prefix(keys["t"], {"q": keys["q"]})["q"])
         if not joint_names:
             raise DataError(
                 f"'{path}' has no position column 'q_<joint>'; expected a header like "
