@@ -174,7 +174,10 @@ class LogSource(BaseModel):
         None, description="[start, end] in seconds from the file's first sample; either may be null (no limit)"
     )
     decimate: int = Field(
-        1, ge=1, description="keep every k-th sample after a zero-phase anti-aliasing low-pass (1: keep all)"
+        1,
+        ge=1,
+        description="keep every k-th sample after a zero-phase anti-aliasing low-pass (1: keep all); each experiment "
+        "needs at least 10 k + 1 samples",
     )
     name: str | None = Field(
         None,
