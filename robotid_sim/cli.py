@@ -800,7 +800,10 @@ def _run_sweep(args: argparse.Namespace):
 def _robot_flags(parser: argparse.ArgumentParser) -> None:
     """--robot, --sidecar and --lock-joint, as every command that loads a robot takes them."""
     parser.add_argument("--robot", required=True, help="bundled robot name or URDF path")
-    parser.add_argument("--sidecar", help="YAML sidecar for the URDF (friction, rotor inertia, limits)")
+    parser.add_argument(
+        "--sidecar",
+        help="YAML sidecar for the URDF (friction, rotor inertia, limits); default: the robot's own; 'none': none",
+    )
     parser.add_argument(
         "--lock-joint", action="append", metavar="NAME=VALUE", help="make a joint fixed at VALUE (rad or m); repeat"
     )

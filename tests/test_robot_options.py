@@ -181,21 +181,24 @@ def test_a_lock_outside_the_limits_or_not_finite_is_refused(tmp_path, locks, mat
         rid.load_robot(path, lock_joints=locks)
 
 
-def test_per_joint_sidecar_lists_count_only_unlocked_joints(tmp_path):
+def test_per_joint_sidecar_lists_count_the_unlocked_joints_or_every_joint_of_the_urdf(tmp_path):
     path = _write(tmp_path, _gripper_arm())
-    sidecar = _write(tmp_path, yaml.safe_dump({"rotor_inertia": [0.01] * 5}), "five.yaml")
+    sidecar = _write(tmp_path, yaml.safe_dump({"rotor_inertia": [0.01] * 4}), "four.yaml")
     with pytest.raises(
         rid.ConfigError,
-        match=r"'rotor_inertia' must have 3 values \(one per joint that is not locked; the locked joint\(s\) "
-        r"finger_joint1, finger_joint2 are not counted\), got \(5,\) \(sidecar .*five\.yaml\)",
+        match=r"'rotor_inertia' must have 3 values \(one per joint that is not locked, or 5 with the locked "
+        r"joint\(s\) finger_joint1, finger_joint2: one per moving joint of the URDF\), got \(4,\) "
+        r"\(sidecar .*four\.yaml\)",
     ):
         rid.load_robot(path, sidecar=sidecar, lock_joints=FINGERS)
-    friction = {"friction": {"model": "coulomb_viscous", "fc": [0.1] * 5, "fv": [0.2] * 3}}
-    sidecar = _write(tmp_path, yaml.safe_dump(friction), "friction5.yaml")
+    friction = {"friction": {"model": "coulomb_viscous", "fc": [0.1] * 4, "fv": [0.2] * 3}}
+    sidecar = _write(tmp_path, yaml.safe_dump(friction), "friction4.yaml")
     with pytest.raises(
-        rid.ConfigError, match=r"'fc' must have 3 values.*locked joint\(s\) finger_joint1, finger_joint2"
+        rid.ConfigError, match=r"'fc' must have 3 values.*or 5 with the locked joint\(s\) finger_joint1, finger_joint2"
     ):
         rid.load_robot(path, sidecar=sidecar, lock_joints=FINGERS)
+    whole = _write(tmp_path, yaml.safe_dump({"rotor_inertia": [0.01, 0.02, 0.03, 0.04, 0.05]}), "five.yaml")
+    assert rid.load_robot(path, sidecar=whole, lock_joints=FINGERS).rotor_inertia.tolist() == [0.01, 0.02, 0.03]
     good = _write(tmp_path, yaml.safe_dump({"rotor_inertia": [0.01] * 3}), "three.yaml")
     assert rid.load_robot(path, sidecar=good, lock_joints=FINGERS).rotor_inertia.tolist() == [0.01] * 3
 

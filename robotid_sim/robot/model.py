@@ -259,11 +259,14 @@ def _same_friction(a: FrictionModel, b: FrictionModel) -> bool:
     return da.keys() == db.keys() and all(np.array_equal(np.asarray(da[k]), np.asarray(db[k])) for k in da)
 
 
-def _locks_note(locked: Mapping[str, float]) -> str:
+def _locks_note(locked: Mapping[str, float], n_urdf: int) -> str:
     """How per-joint lists count joints when some are locked (in a length error)."""
     if not locked:
         return ""
-    return f" that is not locked; the locked joint(s) {', '.join(locked)} are not counted"
+    return (
+        f" that is not locked, or {n_urdf} with the locked joint(s) {', '.join(locked)}: one per moving joint of "
+        "the URDF"
+    )
 
 
 def _robot_friction(parsed: UrdfRobot, sc: Sidecar | None, n: int, locks: str, where: str) -> tuple[FrictionModel, str]:
@@ -358,8 +361,10 @@ def robot_from_urdf(
     joints, locked = parsed.joints, parsed.locked_joints
     n = len(joints)
     sc = load_sidecar(sidecar) if isinstance(sidecar, str | Path) else sidecar
+    if sc is not None:
+        sc = sc.for_joints([name not in locked for name in parsed.all_moving])
     urdf_path = Path(urdf) if not str(urdf).lstrip().startswith("<") else None
-    locks = _locks_note(locked)
+    locks = _locks_note(locked, len(parsed.all_moving))
     where = f" (sidecar {sidecar})" if isinstance(sidecar, str | Path) else ""
 
     friction, source = _robot_friction(parsed, sc, n, locks, where)

@@ -15,8 +15,10 @@ identification needs (say, just ``friction``). What a field left out means:
 - ``gravity``: ``[0, 0, -9.81]``; ``torque_measurement``: direct; ``default_excitation``: the
   generic one.
 
-Per-joint lists have one value per moving joint (locked joints are not counted); one number
-stands for all joints.
+Per-joint lists have one value per moving joint; one number stands for all joints. With locked joints
+a list may have one value per joint left moving, or one per moving joint of the URDF (the sidecar of the
+unlocked robot: :meth:`Sidecar.for_joints` drops the locked joints' values, also from the per-joint fields
+of ``default_excitation``).
 
 A sidecar found beside a URDF rather than given (:func:`load_found_sidecar`) is ignored, with a
 warning, when it is clearly another kind of YAML file (a scenario).
@@ -25,6 +27,7 @@ warning, when it is clearly another kind of YAML file (a scenario).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +39,37 @@ from robotid_sim.errors import ConfigError, format_validation_error
 log = logging.getLogger(__name__)
 
 PerJoint = float | list[float]
+
+#: the fields of an excitation mapping with one value (or row) per joint
+_EXCITATION_ROWS = frozenset(
+    {"q0", "a", "b", "amplitudes", "frequencies", "hold", "sine_amplitude", "sine_frequency", "q_start", "q_end"}
+    | {"start", "velocity", "pose"}
+)
+#: the fields of an excitation mapping with one pose per row, one column per joint
+_EXCITATION_COLUMNS = frozenset({"waypoints", "via", "poses"})
+#: the fields of a friction mapping that are not per joint
+_FRICTION_SCALARS = frozenset({"model", "sign_smoothing"})
+
+
+def _kept(value, keep: Sequence[bool]):
+    """``value`` without the entries ``keep`` marks False when it is a list of one entry per joint; else itself."""
+    if isinstance(value, list) and len(value) == len(keep):
+        return [v for v, k in zip(value, keep, strict=True) if k]
+    return value
+
+
+def _kept_excitation(config: dict[str, Any], keep: Sequence[bool]) -> dict[str, Any]:
+    """An excitation mapping with the per-joint values of the joints ``keep`` marks False dropped (parts too)."""
+    out = {}
+    for key, value in config.items():
+        if key in _EXCITATION_ROWS:
+            value = _kept(value, keep)
+        elif key in _EXCITATION_COLUMNS and isinstance(value, list):
+            value = [_kept(row, keep) for row in value]
+        elif key == "parts" and isinstance(value, list):
+            value = [_kept_excitation(part, keep) if isinstance(part, dict) else part for part in value]
+        out[key] = value
+    return out
 
 
 class Limits(BaseModel):
@@ -79,6 +113,39 @@ class Sidecar(BaseModel):
     default_excitation: dict[str, Any] | None = None
     dh: dict[str, Any] | None = Field(default=None, description="the DH table the URDF was made from")
     notes: str | None = None
+
+    def for_joints(self, keep: Sequence[bool]) -> Sidecar:
+        """This sidecar for the robot whose moving joints are those ``keep`` marks (the others locked).
+
+        Args:
+            keep: one flag per moving joint of the URDF, locked joints included, in chain order.
+
+        Returns:
+            A copy in which every per-joint list with one value per joint of the URDF (friction fields,
+            ``rotor_inertia``, ``gear_ratio``, ``limits``, ``torque_measurement.torque_constant`` and the
+            per-joint fields of ``default_excitation``) has lost the locked joints' values. Single numbers and
+            lists of another length are left as they are (a list per unlocked joint is already right; a wrong
+            length is reported when the robot is built).
+        """
+        if all(keep):
+            return self
+        update: dict[str, Any] = {
+            "rotor_inertia": _kept(self.rotor_inertia, keep),
+            "gear_ratio": _kept(self.gear_ratio, keep),
+        }
+        if self.friction is not None:
+            update["friction"] = {k: v if k in _FRICTION_SCALARS else _kept(v, keep) for k, v in self.friction.items()}
+        if self.limits is not None:
+            update["limits"] = Limits(
+                velocity=_kept(self.limits.velocity, keep), acceleration=_kept(self.limits.acceleration, keep)
+            )
+        constant = self.torque_measurement.torque_constant
+        update["torque_measurement"] = self.torque_measurement.model_copy(
+            update={"torque_constant": _kept(constant, keep)}
+        )
+        if self.default_excitation is not None:
+            update["default_excitation"] = _kept_excitation(self.default_excitation, keep)
+        return self.model_copy(update=update)
 
 
 def _read_yaml(path: Path, where: str):

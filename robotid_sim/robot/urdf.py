@@ -158,6 +158,7 @@ class _Parsed:
     body_links: list[list[str]]  # body 0 = fixed base, body j = carried by moving joint j (1-based)
     locked: dict[str, float]  # locked joint -> position, in URDF order
     locked_origins: dict[str, tuple[np.ndarray, np.ndarray]]  # locked joint -> (R, p) of its child in its parent
+    all_moving: list[str]  # every moving joint's name, the locked ones too, in chain order
 
     @property
     def where(self) -> str:
@@ -234,7 +235,8 @@ def _parse(source: str | Path, check_bodies: bool = True, lock_joints=None) -> _
         raise ModelError(f"URDF {where} has no root link: its joints form a cycle (every link has a parent)")
     if len(roots) != 1:
         raise ModelError(f"URDF must have exactly one root link, found {roots}")
-    chain, moving, inertials, body_links, locked_origins, visited = _walk(roots[0], links, children, locks, where)
+    walked = _walk(roots[0], links, children, locks, where)
+    chain, moving, inertials, body_links, locked_origins, visited, order = walked
     unreached = [name for name in links if name not in visited]
     if unreached:
         raise ModelError(
@@ -246,7 +248,17 @@ def _parse(source: str | Path, check_bodies: bool = True, lock_joints=None) -> _
         raise ModelError(f"URDF has no moving joint (revolute, continuous or prismatic){locked}")
     chain = [Joint(**{**jt.__dict__, "inertial": inertials[i + 1]}) for i, jt in enumerate(chain)]
     parsed = _Parsed(
-        root, path, root.get("name", "robot"), links, chain, moving, inertials[0], body_links, locks, locked_origins
+        root,
+        path,
+        root.get("name", "robot"),
+        links,
+        chain,
+        moving,
+        inertials[0],
+        body_links,
+        locks,
+        locked_origins,
+        order,
     )
     if check_bodies:
         _check_bodies(parsed)
@@ -314,10 +326,10 @@ def _walk(root_link: str, links: dict[str, ET.Element], children: dict[str, list
     Iterative (a deep chain must not hit Python's recursion limit).
 
     Returns:
-        ``(chain, moving, inertials, body_links, locked_origins, visited)``: the moving joints (their
+        ``(chain, moving, inertials, body_links, locked_origins, visited, order)``: the moving joints (their
         ``inertial`` not yet set), their ``<joint>`` elements, the standard parameters (10,) of each body
-        (index 0: the base body), the links merged into each body, each locked joint's origin, and the
-        links reached.
+        (index 0: the base body), the links merged into each body, each locked joint's origin, the
+        links reached, and the names of the moving and locked joints in the order they were met.
 
     Raises:
         ModelError: a link with more than one moving child joint (not a serial chain), or a lock outside its
@@ -330,6 +342,7 @@ def _walk(root_link: str, links: dict[str, ET.Element], children: dict[str, list
     moving_children = [0]
     visited: set[str] = set()
     locked_origins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    order: list[str] = []
     stack: list[tuple[str, np.ndarray, np.ndarray, int]] = [(root_link, np.eye(3), np.zeros(3), 0)]
     while stack:
         link_name, R, p, body = stack.pop()
@@ -345,6 +358,8 @@ def _walk(root_link: str, links: dict[str, ET.Element], children: dict[str, list
             if j.get("type") == "fixed":
                 pending.append((child, R_new, p_new, body))
                 continue
+            if j.get("type") in _MOVING:
+                order.append(j.get("name"))
             if j.get("name") in locks:  # a fixed joint at the locked position
                 joint = _make_joint(j, R_new, p_new, child)
                 _check_lock_limits(joint, locks[joint.name])
@@ -367,7 +382,7 @@ def _walk(root_link: str, links: dict[str, ET.Element], children: dict[str, list
             moving_children.append(0)
             pending.append((child, np.eye(3), np.zeros(3), len(chain)))
         stack.extend(reversed(pending))
-    return chain, moving, inertials, body_links, locked_origins, visited
+    return chain, moving, inertials, body_links, locked_origins, visited, order
 
 
 def _body_name(parsed: _Parsed, body: int) -> str:
@@ -423,6 +438,8 @@ class UrdfRobot:
         damping, friction: (n,) ``<dynamics damping friction>`` of each moving joint (0 where absent).
         has_dynamics: whether any moving joint carries a ``<dynamics>`` element.
         locked_joints: the locked joints and their positions, in URDF order.
+        all_moving: the names of every moving joint, the locked ones too, in chain order (the joints a
+            sidecar written for the unlocked robot has one value per).
     """
 
     name: str
@@ -432,6 +449,7 @@ class UrdfRobot:
     friction: np.ndarray
     has_dynamics: bool
     locked_joints: dict[str, float]
+    all_moving: list[str]
 
 
 def _joint_dynamics(parsed: _Parsed) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -453,7 +471,16 @@ def read_urdf(source: str | Path, lock_joints: Mapping[str, float] | None = None
     """
     parsed = _parse(source, lock_joints=lock_joints)
     damping, friction, found = _joint_dynamics(parsed)
-    return UrdfRobot(parsed.name, parsed.chain, parsed.base_inertial, damping, friction, found, dict(parsed.locked))
+    return UrdfRobot(
+        parsed.name,
+        parsed.chain,
+        parsed.base_inertial,
+        damping,
+        friction,
+        found,
+        dict(parsed.locked),
+        list(parsed.all_moving),
+    )
 
 
 def parse_urdf(

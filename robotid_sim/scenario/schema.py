@@ -80,7 +80,12 @@ class ValidationConfig(_Strict):
 class PreprocessingConfig(_Strict):
     """Optional filtering of the measured signals before identification (SPEC §7)."""
 
-    lowpass_hz: float | None = Field(None, gt=0, description="zero-phase 4th-order Butterworth on q, qd, tau")
+    lowpass_hz: float | None = Field(
+        None,
+        gt=0,
+        description="zero-phase 4th-order Butterworth on q, qd, tau: a cut-off in Hz between one cycle per recording "
+        "(1 / its length) and the Nyquist frequency",
+    )
     differentiate: bool = Field(False, description="recompute qd, qdd from q by central differences")
     period_average: int | None = Field(None, ge=2, description="average this many periods (periodic excitations)")
 
@@ -293,7 +298,9 @@ class Scenario(_Strict):
     description: str = ""
     robot: str = Field(description="bundled robot name or path to a URDF")
     sidecar: str | None = Field(
-        None, description="YAML sidecar of a URDF (friction, rotor inertia, limits); default: found beside it"
+        None,
+        description="YAML sidecar of a URDF (friction, rotor inertia, limits); default: the robot's own, found beside "
+        "its URDF; 'none': no sidecar at all",
     )
     lock_joints: dict[str, float] = Field(
         default_factory=dict, description="joints made fixed at a position (rad or m), e.g. a gripper's fingers"
@@ -397,7 +404,7 @@ class ClosedLoopStudy(_Strict):
 
     name: str = Field("closed_loop", description="used in the run folder name")
     robot: str = Field(description="bundled robot name or path to a URDF")
-    sidecar: str | None = None
+    sidecar: str | None = Field(None, description="as a scenario's: a YAML sidecar, or 'none' for no sidecar")
     lock_joints: dict[str, float] = Field(default_factory=dict)
     closed_loop: ClosedLoopConfig
 

@@ -18,10 +18,16 @@ from robotid_sim.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
+#: the highest Butterworth order :func:`butterworth_filtfilt` designs (higher ones only add round-off and edge effects)
+MAX_BUTTERWORTH_ORDER = 20
+
 __all__ = [
+    "MAX_BUTTERWORTH_ORDER",
     "butterworth_filtfilt",
     "central_difference",
+    "check_cutoff",
     "decimate",
+    "decimation_min_samples",
     "downsample",
     "period_average",
     "savgol",
@@ -84,6 +90,41 @@ def _positive_float(value, name: str) -> float:
     return out
 
 
+def check_cutoff(cutoff, fs: float, n_samples: int | None, name: str = "cutoff") -> float:
+    """``cutoff`` (Hz) as a float, checked against the record it filters; ConfigError naming ``name`` and the limit.
+
+    A low-pass cut-off must lie between one cycle per record and the Nyquist frequency: below 1 / T (T = the
+    record's length, ``n_samples / fs``) the record holds less than one cycle of the cut-off, so the result
+    is the filter's start-up transient (and far below, the filter design itself is singular); at or above
+    fs / 2 there is nothing to filter.
+
+    Args:
+        cutoff: the cut-off frequency in Hz.
+        fs: sampling rate in Hz.
+        n_samples: samples in the record (one experiment); None checks only the Nyquist limit.
+        name: how the cut-off is called in the message (e.g. ``preprocessing.lowpass_hz (--lowpass)``).
+
+    Raises:
+        ConfigError: not a positive finite number, or outside [1 / T, fs / 2).
+    """
+    cutoff = _positive_float(cutoff, name)
+    fs = _positive_float(fs, "fs")
+    if cutoff >= fs / 2.0:
+        raise ConfigError(
+            f"{name} = {cutoff:g} Hz must be below the Nyquist frequency fs/2 = {fs / 2.0:g} Hz of the data "
+            f"({fs:g} Hz); lower it, or leave the low-pass out"
+        )
+    lowest = None if n_samples is None else fs / max(int(n_samples), 1)
+    if lowest is not None and cutoff < lowest:
+        raise ConfigError(
+            f"{name} = {cutoff:g} Hz is below {lowest:.4g} Hz, one cycle per record ({n_samples} samples at {fs:g} Hz "
+            f"= {n_samples / fs:.4g} s): such a low-pass keeps less than one cycle and returns its own start-up "
+            f"transient; give a cut-off between {lowest:.4g} and {fs / 2.0:g} Hz (a few times the excitation's "
+            "highest frequency), or leave the low-pass out"
+        )
+    return cutoff
+
+
 def butterworth_filtfilt(x, fs: float, cutoff: float, order: int = 4, axis: int = 0) -> np.ndarray:
     """Zero-phase Butterworth low-pass filter (SPEC §7; seed 001 §4.3 uses a 4th-order one).
 
@@ -94,9 +135,9 @@ def butterworth_filtfilt(x, fs: float, cutoff: float, order: int = 4, axis: int 
     Args:
         x: signal, time along ``axis``, e.g. (N,) or (N, n).
         fs: sampling rate in Hz.
-        cutoff: cut-off frequency in Hz, 0 < cutoff < fs / 2.
-        order: order of the Butterworth prototype (the effective order is doubled by the
-            forward-backward pass).
+        cutoff: cut-off frequency in Hz, 1 / T <= cutoff < fs / 2 (:func:`check_cutoff`).
+        order: order of the Butterworth prototype, 1 to :data:`MAX_BUTTERWORTH_ORDER` (the effective order is
+            doubled by the forward-backward pass).
         axis: time axis.
 
     Returns:
@@ -107,16 +148,20 @@ def butterworth_filtfilt(x, fs: float, cutoff: float, order: int = 4, axis: int 
         DataError: ``x`` has NaN/inf or is shorter than the filter's edge padding.
     """
     fs = _positive_float(fs, "fs")
-    cutoff = _positive_float(cutoff, "cutoff")
     order = _positive_int(order, "order")
-    if cutoff >= fs / 2.0:
-        raise ConfigError(f"cutoff {cutoff} Hz must be below the Nyquist frequency fs/2 = {fs / 2.0} Hz")
+    if order > MAX_BUTTERWORTH_ORDER:
+        raise ConfigError(
+            f"Butterworth 'order' must be at most {MAX_BUTTERWORTH_ORDER}, got {order}: a higher order adds only "
+            "round-off and edge effects (the forward-backward pass already doubles it)"
+        )
+    cutoff = check_cutoff(cutoff, fs, None)
     import scipy.signal  # here, not at module level: it takes ~0.5 s to import
 
     sos = scipy.signal.butter(order, cutoff, btype="low", fs=fs, output="sos")
     # sosfiltfilt pads each end by 3 * (2 * n_sections + 1) - ... samples; it needs more than that
     padlen = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
     arr = as_time_series(x, "x", axis, min_samples=padlen + 1)
+    check_cutoff(cutoff, fs, arr.shape[axis])
     return scipy.signal.sosfiltfilt(sos, arr, axis=axis)
 
 
@@ -214,6 +259,11 @@ def downsample(x, factor: int, axis: int = 0) -> np.ndarray:
     return arr[tuple(index)].copy()
 
 
+def decimation_min_samples(factor: int) -> int:
+    """The fewest samples :func:`decimate` by ``factor`` (>= 2) takes: its reflected padding, 10·factor, plus one."""
+    return 10 * factor + 1
+
+
 def decimate(x, factor: int, axis: int = 0) -> np.ndarray:
     """Anti-aliased, zero-phase decimation by an integer ``factor``.
 
@@ -239,13 +289,13 @@ def decimate(x, factor: int, axis: int = 0) -> np.ndarray:
     Raises:
         ConfigError: ``factor`` is not a positive integer.
         DataError: ``x`` has NaN/inf or is not longer than the reflected padding
-            (10·factor samples, rounded up to a multiple of ``factor``).
+            (10·factor samples: :func:`decimation_min_samples`).
     """
     factor = _positive_int(factor, "factor")
     if factor == 1:
         return as_time_series(x, "x", axis).copy()
     half = 10 * factor  # half the FIR length
-    pad = factor * -(-half // factor)  # a multiple of factor, so the sample grid is kept
+    pad = decimation_min_samples(factor) - 1  # a multiple of factor, so the sample grid is kept
     arr = as_time_series(x, "x", axis, min_samples=pad + 1)
     moved = np.moveaxis(arr, axis, 0)
     head = 2.0 * moved[0] - moved[pad:0:-1]  # odd reflection about the first sample

@@ -19,7 +19,10 @@ from typing import Any
 import numpy as np
 
 from robotid_sim.errors import ConfigError
-from robotid_sim.signal.filters import butterworth_filtfilt, central_difference, period_average
+from robotid_sim.signal.filters import butterworth_filtfilt, central_difference, check_cutoff, period_average
+
+#: how the low-pass cut-off is named in messages: the scenario field and the CLI flag
+LOWPASS_NAME = "preprocessing.lowpass_hz (--lowpass)"
 
 #: ``per_experiment(ds, func)``: ``func`` applied to each experiment of ``ds`` on its own, the results restacked
 PerExperiment = Callable[[Any, Callable[[Any], Any]], Any]
@@ -51,8 +54,9 @@ def preprocess(
         step for the report.
 
     Raises:
-        ConfigError: a cut-off at or above an experiment's Nyquist frequency; a ``period_average`` that does not
-            fit the data (:func:`period_samples`).
+        ConfigError: a cut-off at or above an experiment's Nyquist frequency or below one cycle per experiment
+            (:func:`~robotid_sim.signal.filters.check_cutoff`); a ``period_average`` that does not fit the data
+            (:func:`period_samples`).
         DataError: an experiment too short for the filter or the differences (named, with its sample range).
     """
     notes = []
@@ -90,6 +94,7 @@ def lowpass_and_differentiate(part, *, lowpass_hz: float | None = None, differen
     q, qd, qdd, tau = part.q, part.qd, part.qdd, part.tau
     fs = 1.0 / part.dt
     if lowpass_hz is not None:
+        check_cutoff(lowpass_hz, fs, part.n_samples, LOWPASS_NAME)
         q, qd, tau = (butterworth_filtfilt(x, fs, lowpass_hz) for x in (q, qd, tau))
     if differentiate:
         qd = central_difference(q, part.dt)

@@ -379,19 +379,28 @@ def load_dataset_for_robot(path, robot) -> Dataset:
     A CSV's joint columns (``q_<joint>``, ``tau_<joint>``, ...) are looked up by the robot's
     joint names when the header has them all, in any column order (extra joints are ignored);
     otherwise by the generic names ``joint1`` … ``jointn``, read as the robot's joints in its
-    order (a log written without the robot's names). Files that store their joint names
+    order (a log written without the robot's names). A header of generic names is never matched by
+    name: it must have exactly the robot's joint count. Files that store their joint names
     (.npz, .mat) load as they are: :class:`~robotid_sim.identification.IdentificationProblem`
     compares their robot and joint names with the robot's.
 
     Raises:
         DataError: as :func:`load_dataset`; or a CSV whose joint columns are neither the
-            robot's joints nor ``joint1`` … ``jointn``, naming both lists and the header expected.
+            robot's joints nor ``joint1`` … ``jointn``, naming both lists and the header expected; or
+            a CSV of generic columns for another joint count, naming both counts.
     """
     path = Path(path)
     names = list(robot.joint_names)
     if path.suffix.lower() != ".csv" or not path.is_file():
         return load_dataset(path)
     in_file = csv_joint_names(path)
+    header = ",".join(native_csv_header(names, False)[: 1 + len(names)]) + ",...," + f"tau_{names[-1]}"
+    if in_file and in_file == generic_joint_names(len(in_file)) and len(in_file) != len(names):
+        raise DataError(
+            f"'{path}' has {len(in_file)} joint columns (q_joint1 ... q_joint{len(in_file)}) but robot '{robot.name}' "
+            f"has {len(names)} joints ({', '.join(names)}); identify it with the robot it was recorded on, or name "
+            f"the columns after the robot's joints (header {header}; other columns are then ignored)"
+        )
     if set(names) <= set(in_file):
         return load_dataset(path, joint_names=names)
     generic = generic_joint_names(len(names))
@@ -399,7 +408,6 @@ def load_dataset_for_robot(path, robot) -> Dataset:
         return load_dataset(path, joint_names=generic)
     if not in_file:
         return load_dataset(path)  # its own message: no q_<joint> column
-    header = ",".join(native_csv_header(names, False)[: 1 + len(names)]) + ",...," + f"tau_{names[-1]}"
     raise DataError(
         f"'{path}' has joint columns for {', '.join(in_file)} but robot '{robot.name}' has joints "
         f"{', '.join(names)}; the columns are matched by name: name them after the robot's joints "

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from robotid_sim.errors import ConfigError, DataError, format_validation_error
 from robotid_sim.safety import safe_name
-from robotid_sim.signal import decimate, downsample
+from robotid_sim.signal import decimate, decimation_min_samples, downsample
 from robotid_sim.sim.dataset import Dataset, Signals, experiment_entries
 from robotid_sim.sim.recordings import (
     DERIVED_NOTE,
@@ -174,7 +174,10 @@ class LogSource(BaseModel):
         None, description="[start, end] in seconds from the file's first sample; either may be null (no limit)"
     )
     decimate: int = Field(
-        1, ge=1, description="keep every k-th sample after a zero-phase anti-aliasing low-pass (1: keep all)"
+        1,
+        ge=1,
+        description="keep every k-th sample after a zero-phase anti-aliasing low-pass (1: keep all); each experiment "
+        "needs at least 10 k + 1 samples",
     )
     name: str | None = Field(
         None,
@@ -533,18 +536,27 @@ def _default_name(stem: str) -> str:
 
 
 def _match_joints(columns: _Columns, robot) -> tuple[list[int], list[str]]:
-    """For each robot joint, the file joint (column index) that holds it; and the file joints left out."""
+    """For each robot joint, the file joint (column index) that holds it; and the file joints left out.
+
+    The joints are matched by name only where the names say which joint a column is: names the
+    LogSource gives, or the file's own names unless they are the generic ``joint1`` … ``jointm``
+    (:func:`~robotid_sim.sim.recordings.generic_joint_names`), which every unnamed recording has.
+    Generic or no names are the robot's joints in its order, so their count must be the robot's.
+    """
     joints, n, m = list(robot.joint_names), len(robot.joint_names), columns.n_columns
     names = columns.names
+    generic = names is None or (not columns.explicit_names and names == generic_joint_names(m))
+    _check_recorded_robot(columns, robot, m)
+    if generic and m != n:
+        raise DataError(
+            f"{columns.where} has {m} joint columns in {columns.q_label} but robot '{robot.name}' has {n} joints "
+            f"({', '.join(joints)}); identify it with the robot it was recorded on, or give 'joint_names' (the "
+            "names of the file's columns, in file order, e.g. in --layout): the joints are then matched by name and "
+            "extra columns are ignored"
+        )
     if names is not None and set(joints) <= set(names):
         return [names.index(j) for j in joints], [name for name in names if name not in joints]
-    if names is None or (not columns.explicit_names and names == generic_joint_names(m)):
-        if m != n:
-            raise DataError(
-                f"{columns.where} has {m} joint columns in {columns.q_label} but robot '{robot.name}' has {n} joints "
-                f"({', '.join(joints)}); give 'joint_names' (the names of the file's columns, in file order): the "
-                "joints are then matched by name and extra columns are ignored"
-            )
+    if generic:
         return list(range(n)), []
     missing = ", ".join(j for j in joints if j not in names)
     if columns.explicit_names:
@@ -557,6 +569,18 @@ def _match_joints(columns: _Columns, robot) -> tuple[list[int], list[str]]:
         f"{columns.where} has joint columns for {', '.join(names)} but robot '{robot.name}' has joints "
         f"{', '.join(joints)} ({missing} missing); the joints are matched by name: give 'joint_names' (the file's "
         "columns in file order) using the robot's names"
+    )
+
+
+def _check_recorded_robot(columns: _Columns, robot, m: int) -> None:
+    """A DataError when the file says it was recorded on another robot with another joint count."""
+    recorded = columns.metadata.get("robot")
+    if not isinstance(recorded, str) or recorded == robot.name or m == len(robot.joint_names):
+        return  # a robot of the same joint count is left to the identification problem's checks
+    raise DataError(
+        f"{columns.where} was recorded on robot '{recorded}' ({m} joint columns in {columns.q_label}) but robot "
+        f"'{robot.name}' has {len(robot.joint_names)} joints ({', '.join(robot.joint_names)}); identify it with "
+        f"robot '{recorded}' (--robot {recorded}), or record the data on '{robot.name}'"
     )
 
 
@@ -642,7 +666,8 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
 
     Returns:
         The dataset, with the robot's joint names, ``truth=None``, and ``metadata``: ``source``,
-        ``file``, ``format``, ``log_source`` (the LogSource), ``keys``, ``units`` (the file's),
+        ``file`` (the path as given when relative, else the file's name: no absolute path of the machine),
+        ``format``, ``log_source`` (the LogSource, its ``path`` as ``file``), ``keys``, ``units`` (the file's),
         ``joint_columns`` (robot joint -> file column), ``rate_hz``, ``experiments``, and when
         they apply ``robot`` (only when the file itself names its robot), ``t0_unix`` (unix time
         of t = 0) or ``t_offset_s`` (the file's time of t = 0), ``trim``, ``decimation``,
@@ -682,7 +707,7 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
     if columns.metadata:
         metadata["file_metadata"] = columns.metadata
     metadata["experiments"] = [
-        {"name": part_name, "start": a, "stop": b, "file": str(path)}
+        {"name": part_name, "start": a, "stop": b, "file": _file_label(src)}
         for part_name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)
     ]
     return Dataset(
@@ -753,6 +778,7 @@ def _experiment_pieces(src: LogSource, t, signals, parts, where: str, first: int
             if "qdd" not in signals:
                 piece["qdd"] = derive(piece["t"], piece["qd"])
             if src.decimate > 1:
+                _check_decimation(src.decimate, piece["t"].shape[0])
                 piece = {
                     s: downsample(x, src.decimate) if s == "t" else decimate(x, src.decimate) for s, x in piece.items()
                 }
@@ -760,6 +786,25 @@ def _experiment_pieces(src: LogSource, t, signals, parts, where: str, first: int
             raise DataError(f"{context}: {exc}") from None
         pieces.append(piece)
     return pieces
+
+
+def _file_label(src: LogSource) -> str:
+    """The recording's path as metadata keeps it: as given when relative (to the loader's ``base_dir``), else its
+    name only, so that no absolute path of the machine reaches a saved dataset or a run folder."""
+    given = Path(src.path).expanduser()
+    return given.name if given.is_absolute() else src.path
+
+
+def _check_decimation(factor: int, n_samples: int) -> None:
+    """A DataError naming the ``decimate`` field when an experiment of ``n_samples`` is too short for it."""
+    needed = decimation_min_samples(factor)
+    if n_samples < needed:
+        most = (n_samples - 1) // 10
+        fix = f"lower 'decimate' to at most {most}" if most >= 2 else "leave 'decimate' out"
+        raise DataError(
+            f"decimate: {factor} needs at least {needed} samples per experiment (10 x decimate + 1: its anti-aliasing "
+            f"filter reaches 10 x decimate samples past each end) but this one has {n_samples}; {fix}"
+        )
 
 
 def _log_metadata(src: LogSource, path: Path, fmt: str, keys, columns: _Columns, robot, joints, signals, t_out):
@@ -772,9 +817,9 @@ def _log_metadata(src: LogSource, path: Path, fmt: str, keys, columns: _Columns,
     metadata.update(
         {
             "source": "recorded log",
-            "file": str(path),
+            "file": _file_label(src),
             "format": fmt,
-            "log_source": src.model_dump(mode="json"),
+            "log_source": {**src.model_dump(mode="json"), "path": _file_label(src)},
             "keys": {s: keys[s] for s in SIGNALS if s == "t" or s in signals},
             "units": {k: v for k, v in units.items() if k == "t" or k == "length" or k in signals},
             "joint_columns": {j: columns.labels["q"][c] for j, c in zip(robot.joint_names, joints, strict=True)},
