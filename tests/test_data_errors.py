@@ -134,6 +134,25 @@ def test_a_lowpass_outside_the_records_band_is_a_one_line_error_naming_the_flag(
     assert re.search(match, line), line
 
 
+def test_a_lowpass_outside_the_band_of_a_validation_study_is_refused_before_any_run_folder(
+    scara_log, monkeypatch, capsys
+):
+    _recording(3).save(scara_log / "held_out.npz")
+    args = [
+        "identify",
+        "--data",
+        "planar.npz",
+        "--validate",
+        "held_out.npz",
+        "--robot",
+        "planar3r",
+        "--lowpass",
+        "1e-9",
+    ]
+    line = _cli_error(args, scara_log, monkeypatch, capsys)  # nothing written: not even an empty runs/
+    assert "--lowpass" in line and "one cycle per record" in line
+
+
 def test_filter_parameters_are_checked_against_their_limits():
     from robotid_sim.signal import check_cutoff
 

@@ -36,7 +36,8 @@ from robotid_sim.scenario.schema import (
     Scenario,
     load_scenario,
 )
-from robotid_sim.signal.preprocess import period_samples, preprocess
+from robotid_sim.signal.filters import check_cutoff
+from robotid_sim.signal.preprocess import LOWPASS_NAME, period_samples, preprocess
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, per_experiment
 from robotid_sim.sim.simulate import (
@@ -251,7 +252,7 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     forms_regressor = any(not estimator.streams_regressor for _, estimator in estimators)
     if sc.data is not None:
         ident, val = _load_recordings(sc, robot, base_dir)
-        _check_lowpass(sc.preprocessing.lowpass_hz, 1.0 / ident.dt, "the identification data's rate")
+        _check_recorded_lowpass(sc.preprocessing, ident, val)
         budget = estimate_run(
             SimulationCost(robot.n_dof, 0, ident.n_samples),
             SimulationCost(robot.n_dof, 0, val.n_samples),
@@ -280,9 +281,13 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     ident_cost = simulation_cost(robot.n_dof, duration, sim.dt, sim.rate_hz, "simulation")
     val_cost = simulation_cost(robot.n_dof, validation_duration, sim.dt, sim.rate_hz, "validation simulation")
     pre = sc.preprocessing
-    _check_lowpass(pre.lowpass_hz, sim.rate_hz, "simulation.rate_hz")
+    filtered_samples = ident_cost.samples
     if pre.period_average is not None:
-        period_samples(excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average)
+        filtered_samples = period_samples(
+            excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average
+        )
+    if pre.lowpass_hz is not None:
+        check_cutoff(pre.lowpass_hz, sim.rate_hz, filtered_samples, LOWPASS_NAME)
     budget = estimate_run(ident_cost, val_cost, n_base, forms_regressor=forms_regressor)
     budget.check(allow_large=sim.allow_large)
     # after the budget: checking the limits evaluates the whole trajectory
@@ -330,12 +335,17 @@ def _prepare_closed_loop(sc: Scenario, robot, validation_excitation, base_dir: P
     )
 
 
-def _check_lowpass(lowpass_hz: float | None, rate_hz: float, what: str) -> None:
-    if lowpass_hz is not None and lowpass_hz >= rate_hz / 2:
-        raise ConfigError(
-            f"preprocessing.lowpass_hz = {lowpass_hz:g} Hz must be below the Nyquist frequency of {what}, "
-            f"{rate_hz / 2:g} Hz"
-        )
+def _check_recorded_lowpass(pre: PreprocessingConfig, ident: Dataset, val: Dataset) -> None:
+    """The low-pass cut-off checked against each experiment it will filter (its rate and length), before a run
+    folder exists: the identification recordings, and the validation recordings, which are filtered too."""
+    if pre.lowpass_hz is None:
+        return
+    for ds in (ident, val):
+        for _, samples in experiments(ds):
+            part = ds.slice(samples.start, samples.stop)
+            # period averaging shortens a record before it is filtered: then only its rate is checked here
+            length = part.n_samples if pre.period_average is None else None
+            check_cutoff(pre.lowpass_hz, 1.0 / part.dt, length, LOWPASS_NAME)
 
 
 @dataclasses.dataclass(frozen=True)
