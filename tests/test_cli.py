@@ -131,7 +131,7 @@ def test_report_command_prints_the_table_of_a_run(tmp_path, capsys):
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
     assert "ols" in out and "torque RMS" in out
-    metrics = json.loads((run / "metrics.json").read_text())
+    metrics = json.loads((run / "metrics.json").read_text())["estimators"]
     assert metrics[0]["estimator"] == "ols" and len(metrics[0]["torque_rms"]) == 5
 
 

@@ -29,6 +29,7 @@ from robotid_sim.report import EstimatorOutcome, StudyResult, friction_curves
 from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
 from robotid_sim.sim.dataset import load_dataset
+from robotid_sim.studies.metrics_files import METRICS_SECTIONS, METRICS_VERSION, split_metrics_rows
 
 #: largest ``metrics.json`` / ``truth.json`` / ``scenario.yaml`` read back (bytes)
 MAX_TEXT_BYTES = 16 * 1024**2
@@ -197,14 +198,10 @@ def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
     """The rows of ``metrics.json``, checked, split into estimator rows (names safe and unique, values numbers or
     lists of numbers) and closed-loop rows (``controller`` labels unique, values JSON scalars or lists of them)."""
     where = run_dir / "metrics.json"
-    rows = _read_json(run_dir, "metrics.json")
-    if not isinstance(rows, list):
-        raise DataError(f"{where} is damaged (expected a list of rows, one per estimator, got {type(rows).__name__})")
-    controller_rows, estimator_rows = [], []
-    for row in rows:
-        closed_loop = isinstance(row, dict) and "controller" in row and "estimator" not in row
-        (controller_rows if closed_loop else estimator_rows).append(row)
-    rows = estimator_rows
+    sections = _metrics_sections(where, _read_json(run_dir, "metrics.json"))
+    failed = sections["failed"]
+    rows = sections["estimators"] + [row for row in failed if isinstance(row, dict) and "controller" not in row]
+    controller_rows = sections["controllers"] + [row for row in failed if isinstance(row, dict) and "controller" in row]
     labels: set[str] = set()
     for k, row in enumerate(controller_rows):
         label = row["controller"]
@@ -242,6 +239,24 @@ def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
                     f"got {json.dumps(value)[:40]})"
                 )
     return rows, controller_rows
+
+
+def _metrics_sections(where: Path, document: Any) -> dict[str, list]:
+    """The sections of a ``metrics.json`` (:mod:`robotid_sim.studies.metrics_files`), checked; the one list of
+    rows that runs before version 2 wrote is split the same way."""
+    if isinstance(document, list):
+        return split_metrics_rows(document)
+    if not isinstance(document, dict) or document.get("metrics_version") != METRICS_VERSION:
+        version = document.get("metrics_version") if isinstance(document, dict) else None
+        raise DataError(
+            f"{where} is damaged or from another robotid_sim (expected a mapping with metrics_version "
+            f"{METRICS_VERSION}, got {type(document).__name__} with metrics_version {version!r:.20}); run the scenario "
+            "again"
+        )
+    for name in METRICS_SECTIONS:
+        if not isinstance(document.get(name, []), list):
+            raise DataError(f"{where} is damaged ('{name}' is not a list of rows)")
+    return {name: document.get(name, []) for name in METRICS_SECTIONS}
 
 
 def _truth_table(run_dir: Path) -> list[tuple[str, str, float]]:
