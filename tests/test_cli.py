@@ -29,15 +29,19 @@ def _complete_runs(root: Path) -> list[Path]:
 
 
 def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp_path):
-    first = run_cli(["run"], cwd=tmp_path)
+    first = run_cli(["run"], cwd=tmp_path, columns=80)
     assert first.returncode == 0, first.stderr
     assert all(name in first.stdout for name in ("estimator", "ols", "adaline", "hopfield", "ekf"))  # the table
+    # the first screen fits an 80-column terminal: no line wraps, no value cut short; the rest is named
+    assert max(map(len, first.stdout.splitlines())) <= 80 and "…" not in first.stdout
+    assert "every column: the comparison table of report.md" in first.stdout
     runs = _complete_runs(tmp_path / "runs")
     assert len(runs) == 1
     run = runs[0]
     for name in (
         "report.md",
         "report.html",
+        "report.json",
         "metrics.json",
         "metrics.csv",
         "scenario.yaml",

@@ -158,7 +158,17 @@ def test_report_refuses_an_estimator_name_from_metrics_json_that_leaves_the_fold
         ("[" * 100_000, "nested too deeply"),
         (b"\xff\xfe\x00garbage", "not UTF-8 text"),
     ],
-    ids=["truncated", "no-version", "section-not-a-list", "row-not-a-mapping", "name-not-a-string", "bad-value", "twice", "deep", "binary"],
+    ids=[
+        "truncated",
+        "no-version",
+        "section-not-a-list",
+        "row-not-a-mapping",
+        "name-not-a-string",
+        "bad-value",
+        "twice",
+        "deep",
+        "binary",
+    ],
 )
 def test_report_on_a_corrupt_metrics_json_is_one_line_and_exit_2(run_copy, capsys, content, message):
     target = run_copy / "metrics.json"

@@ -18,6 +18,7 @@ import numpy as np
 from robotid_sim.control.comparison import ClosedLoopOutcome
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import load_model
+from robotid_sim.identification import metrics as M
 from robotid_sim.identification.evaluation import Failure
 from robotid_sim.identification.validation import (
     OPEN_LOOP_FILE,
@@ -25,7 +26,7 @@ from robotid_sim.identification.validation import (
     forward_dynamics_validation,
     validation_reference,
 )
-from robotid_sim.report import EstimatorOutcome, StudyResult, friction_curves
+from robotid_sim.report import REPORT_CONTEXT_FILE, EstimatorOutcome, SensitivityOutcome, StudyResult, friction_curves
 from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
 from robotid_sim.sim.dataset import load_dataset
@@ -83,6 +84,7 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     title = scenario.get("name")
     robot = scenario.get("robot")
     return StudyResult(
+        **_report_context(run_dir),
         title=title if isinstance(title, str) else run_dir.name,
         robot_name=robot if isinstance(robot, str) else "?",
         joint_names=list(ds_val.joint_names),
@@ -99,6 +101,8 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
         open_loop_t=None if open_loop is None else open_loop.t,
         q_open_loop_reference=None if open_loop is None else open_loop.q_reference,
+        parameter_labels=_parameter_labels(run_dir, scenario),
+        sensitivity=_sensitivity(run_dir) if (run_dir / "sensitivity.json").exists() else None,
     )
 
 
@@ -115,6 +119,7 @@ def _closed_loop_result(run_dir: Path) -> StudyResult:
         joints = [f"joint {j + 1}" for j in range(n)]
     title, robot = study.get("name"), study.get("robot")
     return StudyResult(
+        **_report_context(run_dir),
         title=title if isinstance(title, str) else run_dir.name,
         robot_name=robot if isinstance(robot, str) else "?",
         joint_names=[str(j) for j in joints],
@@ -126,6 +131,66 @@ def _closed_loop_result(run_dir: Path) -> StudyResult:
         closed_loop=outcomes,
         failures=_failures(controller_rows, "controller"),
     )
+
+
+def _report_context(run_dir: Path) -> dict[str, Any]:
+    """``info``, ``notes`` and ``joint_kinds`` of the run's report (:data:`REPORT_CONTEXT_FILE`), checked;
+    empty for a run folder written before the file existed."""
+    if not (run_dir / REPORT_CONTEXT_FILE).exists():
+        return {}
+    where = run_dir / REPORT_CONTEXT_FILE
+    data = _read_json(run_dir, REPORT_CONTEXT_FILE)
+    info, notes, kinds = (data.get(k) if isinstance(data, dict) else None for k in ("info", "notes", "joint_kinds"))
+    if not (
+        isinstance(info, dict)
+        and all(isinstance(v, str) for v in info.values())
+        and isinstance(notes, list)
+        and all(isinstance(v, str) for v in notes)
+        and isinstance(kinds, list)
+        and all(k in ("revolute", "prismatic") for k in kinds)
+    ):
+        raise DataError(
+            f"{where} is damaged (expected {{'info': {{key: text}}, 'notes': [text], 'joint_kinds': "
+            "['revolute' or 'prismatic']}); run the scenario again"
+        )
+    return {"info": info, "notes": notes, "joint_kinds": kinds}
+
+
+def _parameter_labels(run_dir: Path, scenario: dict) -> dict[str, str]:
+    """The scenario's ``report.parameter_labels``, checked."""
+    labels = (scenario.get("report") or {}).get("parameter_labels") if isinstance(scenario.get("report"), dict) else {}
+    labels = labels or {}
+    if not (isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())):
+        raise DataError(f"{run_dir / 'scenario.yaml'} is damaged (report.parameter_labels is not a mapping of texts)")
+    return dict(labels)
+
+
+def _sensitivity(run_dir: Path) -> SensitivityOutcome:
+    """The ±50 % sensitivity study of ``sensitivity.json`` (a None RMS: the simulation diverged, inf)."""
+    where = run_dir / "sensitivity.json"
+    data = _read_json(run_dir, "sensitivity.json")
+    try:
+        rows = data["parameters"]
+        factors = tuple(float(f) for f in data["factors"])
+
+        def rms(values) -> np.ndarray:
+            return np.array(values, dtype=float)  # None (diverged) becomes NaN, made inf below
+
+        table = M.SensitivityTable(
+            parameter_names=tuple(str(row["name"]) for row in rows),
+            values=np.array([float(row["value"]) for row in rows]),
+            factors=factors,
+            rms=np.nan_to_num(np.array([rms(row["rms"]) for row in rows]), nan=np.inf).reshape(
+                len(rows), len(factors), -1
+            ),
+            rms_total=np.nan_to_num(np.array([rms(row["rms_total"]) for row in rows]), nan=np.inf).reshape(
+                len(rows), len(factors)
+            ),
+        )
+        estimator, horizon = str(data["estimator"]), float(data["horizon_s"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{where} is damaged ({type(exc).__name__}: {exc}); run the scenario again") from None
+    return SensitivityOutcome(estimator, table, horizon)
 
 
 def _closed_loop_outcomes(rows: list[dict]) -> list[ClosedLoopOutcome]:

@@ -360,4 +360,5 @@ def _result(
         qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
         open_loop_t=None if open_loop is None else open_loop.t,
         q_open_loop_reference=None if open_loop is None else open_loop.q_reference,
+        joint_kinds=[joint.kind for joint in robot.joints],
     )
