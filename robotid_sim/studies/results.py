@@ -40,11 +40,15 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     """The study of a run folder written by :func:`run_scenario` or :func:`run_closed_loop_study`.
 
     Predictions are recomputed from the saved models on the saved validation data. Closed-loop rows come back
-    with their metrics only (no time series).
+    with their metrics only (no time series). The report's info, notes and joint kinds come from
+    ``report.json``, the parameter labels from ``scenario.yaml``, the sensitivity study from ``sensitivity.json``,
+    so that :func:`~robotid_sim.report.write_report` of the result writes the run's own report again.
 
     Raises:
         DataError: a missing or damaged file, a file that points outside the folder, or a ``metrics.json``
-            that is not a list of ``{"estimator": <safe name>, <metric>: number or list of numbers}`` and
+            that is not ``{"metrics_version": 2, "estimators": [...], "controllers": [...], "failed": [...]}``
+            (:mod:`robotid_sim.studies.metrics_files`; the one list of earlier versions is read too) of
+            ``{"estimator": <safe name>, <metric>: number or list of numbers}`` and
             ``{"controller": <label>, <metric>: number, text or list of them}`` rows.
     """
     run_dir = Path(run_dir)
@@ -158,8 +162,8 @@ def _report_context(run_dir: Path) -> dict[str, Any]:
 
 def _parameter_labels(run_dir: Path, scenario: dict) -> dict[str, str]:
     """The scenario's ``report.parameter_labels``, checked."""
-    labels = (scenario.get("report") or {}).get("parameter_labels") if isinstance(scenario.get("report"), dict) else {}
-    labels = labels or {}
+    report = scenario.get("report")
+    labels = (report.get("parameter_labels") if isinstance(report, dict) else None) or {}
     if not (isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())):
         raise DataError(f"{run_dir / 'scenario.yaml'} is damaged (report.parameter_labels is not a mapping of texts)")
     return dict(labels)
