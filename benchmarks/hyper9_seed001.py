@@ -68,7 +68,7 @@ def main() -> None:
         t0 = time.perf_counter()
         run_dir = run_scenario(SCENARIO, out_dir=out)
         t_study = time.perf_counter() - t0
-        rows = json.loads((Path(run_dir) / "metrics.json").read_text())
+        rows = json.loads((Path(run_dir) / "metrics.json").read_text())["estimators"]
     print(f"whole study: {t_study:.1f} s")
     sums = []
     for row in rows:

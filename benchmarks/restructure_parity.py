@@ -115,7 +115,10 @@ def _csv_numbers(path: Path, prefix: str, out: dict[str, np.ndarray]) -> None:
 
 
 def _run_folder(run_dir: Path, tag: str, out: dict[str, np.ndarray]) -> None:
-    _flatten(json.loads((run_dir / "metrics.json").read_text()), f"{tag}/metrics.json", out)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    if isinstance(metrics, dict):  # metrics_version 2: the rows of the sections, in the one list's former order
+        metrics = metrics["estimators"] + metrics["controllers"] + metrics["failed"]
+    _flatten(metrics, f"{tag}/metrics.json", out)
     for model_json in sorted((run_dir / "models").glob("*.json")):
         _flatten(json.loads(model_json.read_text()), f"{tag}/models/{model_json.name}", out)
     for model_npz in sorted((run_dir / "models").glob("*.npz")):

@@ -179,13 +179,18 @@ def _print_run_folder(run_dir: Path) -> None:
 
 def _print_tables(result) -> None:
     """The comparison table of a study, and its closed-loop table when it has one."""
-    from robotid_sim.report.tables import rich_closed_loop_table, rich_comparison_table
+    from rich.markup import escape
+
+    from robotid_sim.report.tables import rich_closed_loop_table, rich_compact_comparison
 
     if result.outcomes or not result.closed_loop:
-        _out().print(rich_comparison_table(result))
+        # the columns that separate the estimators and fit the terminal; the report has every column
+        table, lines = rich_compact_comparison(result, _out().width)
+        _out().print(table)
+        for line in lines:
+            _out().print(escape(line), highlight=False)
     if result.closed_loop:
         _out().print(rich_closed_loop_table(result))
-    from rich.markup import escape
 
     for failure in result.failures:
         line = f"{failure.kind} {failure.name}: {failure.error} (traceback in report.md)"

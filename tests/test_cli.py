@@ -29,15 +29,19 @@ def _complete_runs(root: Path) -> list[Path]:
 
 
 def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp_path):
-    first = run_cli(["run"], cwd=tmp_path)
+    first = run_cli(["run"], cwd=tmp_path, columns=80)
     assert first.returncode == 0, first.stderr
     assert all(name in first.stdout for name in ("estimator", "ols", "adaline", "hopfield", "ekf"))  # the table
+    # the first screen fits an 80-column terminal: no line wraps, no value cut short; the rest is named
+    assert max(map(len, first.stdout.splitlines())) <= 80 and "…" not in first.stdout
+    assert "every column: the comparison table of report.md" in first.stdout
     runs = _complete_runs(tmp_path / "runs")
     assert len(runs) == 1
     run = runs[0]
     for name in (
         "report.md",
         "report.html",
+        "report.json",
         "metrics.json",
         "metrics.csv",
         "scenario.yaml",
@@ -130,8 +134,8 @@ def test_report_command_prints_the_table_of_a_run(tmp_path, capsys):
     run = rid.run_scenario(_write_scenario(tmp_path), out_dir=tmp_path / "runs")
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "ols" in out and "torque RMS" in out
-    metrics = json.loads((run / "metrics.json").read_text())
+    assert "ols" in out and "RMS" in out  # the compact table's two-line headers ("torque / RMS", "traj. / RMS")
+    metrics = json.loads((run / "metrics.json").read_text())["estimators"]
     assert metrics[0]["estimator"] == "ols" and len(metrics[0]["torque_rms"]) == 5
 
 

@@ -279,9 +279,9 @@ def _scenario(tmp_path: Path, **closed_loop) -> Path:
 
 def test_scenario_closed_loop_section_end_to_end(tmp_path):
     run = rid.run_scenario(_scenario(tmp_path), out_dir=tmp_path / "runs")
-    rows = json.loads((run / "metrics.json").read_text())
-    estimators = [row["estimator"] for row in rows if "estimator" in row]
-    controllers = {row["controller"]: row for row in rows if "controller" in row}
+    metrics = json.loads((run / "metrics.json").read_text())
+    estimators = [row["estimator"] for row in metrics["estimators"]]
+    controllers = {row["controller"]: row for row in metrics["controllers"]}
     assert estimators == ["ols", "CAD"]
     assert list(controllers) == ["pid", "feedforward(ols)", "computed_torque(CAD)"]
     assert controllers["feedforward(ols)"]["model"] == "ols" and controllers["pid"]["model"] is None
@@ -335,7 +335,7 @@ def test_cli_closed_loop_prints_the_eta_table_and_never_overwrites(three_axis, m
     assert main(args) == 0
     runs = sorted(p for p in tmp_path.glob("closed_loop-*") if p.is_dir())
     assert len(runs) == 2
-    rows = json.loads((runs[0] / "metrics.json").read_text())
+    rows = json.loads((runs[0] / "metrics.json").read_text())["controllers"]
     assert [row["controller"] for row in rows] == ["pid", "soft", "computed_torque(ols)"]
     assert all(np.array(rows[1]["eta"]) > np.array(rows[0]["eta"]))  # a softer PID lags more
     assert (runs[0] / "report.md").exists() and (runs[0] / "plots" / "tracking_errors.png").exists()

@@ -78,7 +78,7 @@ def data_run(logs) -> Path:
 
 
 def test_a_foreign_log_gets_a_report_with_plots_a_cad_row_and_per_joint_errors(data_run):
-    rows = {row["estimator"]: row for row in json.loads((data_run / "metrics.json").read_text())}
+    rows = {row["estimator"]: row for row in json.loads((data_run / "metrics.json").read_text())["estimators"]}
     assert set(rows) == {"ols", "wls", "CAD"}
     assert (data_run / "models" / "CAD.json").is_file()
     for name in ("torque_comparison.png", "torque_errors.png"):
@@ -128,7 +128,7 @@ def test_identify_cli_writes_a_study_from_several_files(logs):
     assert result.returncode == 0, result.stderr
     (run,) = [p for p in (logs / "study").iterdir() if p.is_dir()]
     assert (run / "report.html").is_file() and (run / "report.md").is_file()
-    rows = {row["estimator"] for row in json.loads((run / "metrics.json").read_text())}
+    rows = {row["estimator"] for row in json.loads((run / "metrics.json").read_text())["estimators"]}
     assert rows == {"ols", "CAD"}
 
 

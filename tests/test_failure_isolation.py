@@ -64,7 +64,9 @@ def test_a_plugin_whose_fit_raises_is_reported_and_the_others_are_complete(tmp_p
     report = (run_dir / "report.md").read_text()
     assert "## Failures" in report and "### estimator crashing: failed" in report
     assert "Traceback (most recent call last)" in report and "_helper_that_divides" in report
-    rows = {row.get("estimator"): row for row in json.loads((run_dir / "metrics.json").read_text())}
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    rows = {row.get("estimator"): row for row in metrics["estimators"] + metrics["failed"]}
+    assert [row["estimator"] for row in metrics["failed"]] == ["crashing"]  # failures apart from the results
     assert rows["crashing"]["status"] == "failed" and rows["crashing"]["error"] == "ZeroDivisionError: division by zero"
     assert "_helper_that_divides" in rows["crashing"]["traceback"]
     assert len(rows["ols"]["torque_rms"]) == 5 and rows["ols"]["base_parameter_error"] < 0.5  # complete
@@ -83,8 +85,9 @@ def test_a_controller_that_raises_in_the_loop_is_reported_and_the_others_run(tmp
     )
     assert run.returncode == 0, run.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
-    rows = json.loads((run_dir / "metrics.json").read_text())
-    controllers = {row["controller"]: row for row in rows if "controller" in row}
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    controllers = {row["controller"]: row for row in metrics["controllers"] + metrics["failed"] if "controller" in row}
+    assert all(row["status"] == "failed" for row in metrics["failed"])
     assert controllers["exploding"]["status"] == "failed"
     assert controllers["exploding"]["error"] == "RuntimeError: actuator model went away"
     assert "eta" in controllers["computed_torque"]

@@ -296,7 +296,7 @@ def test_a_study_whose_models_assume_a_simpler_friction_law_than_the_truth(tmp_p
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(scenario))
     run = run_scenario(path, out_dir=tmp_path / "runs")
-    rows = {row["estimator"]: row for row in json.loads((run / "metrics.json").read_text())}
+    rows = {row["estimator"]: row for row in json.loads((run / "metrics.json").read_text())["estimators"]}
     assert rows["CAD"]["base_parameter_error"] == pytest.approx(0.0, abs=1e-12)
     result = load_run_result(run)
     ols = next(o for o in result.outcomes if o.name == "ols")

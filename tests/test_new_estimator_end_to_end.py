@@ -64,7 +64,11 @@ def test_a_plugin_models_own_diagnostics_reach_metrics_json_and_the_report(tmp_p
     assert run.returncode == 0, run.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert json.loads((run_dir / "models" / "counting_ols.json").read_text())["kind"] == "counted_linear"
-    (row,) = [r for r in json.loads((run_dir / "metrics.json").read_text()) if r.get("estimator") == "counting_ols"]
+    (row,) = [
+        r
+        for r in json.loads((run_dir / "metrics.json").read_text())["estimators"]
+        if r.get("estimator") == "counting_ols"
+    ]
     assert row["passes_over_data"] == 7 and row["column_norms"] == [1.5, 2.5]
     assert "solver_note" not in row  # texts stay in the saved model
     report = (run_dir / "report.md").read_text()

@@ -137,5 +137,5 @@ def test_plugin_excitation_noise_and_model_kind_through_the_cli_and_a_fresh_load
     assert (name, kind, estimator) == ("ScaledLinear", "scaled_linear", "scaled_ols")
     # the constant bias is absorbed by the friction offsets S: the model stays close to the truth
     assert float(rms) < 0.05
-    metrics = {row["estimator"]: row for row in json.loads((run_dir / "metrics.json").read_text())}
+    metrics = {row["estimator"]: row for row in json.loads((run_dir / "metrics.json").read_text())["estimators"]}
     assert np.isclose(metrics["scaled_ols"]["torque_rms_total"], metrics["ols"]["torque_rms_total"])

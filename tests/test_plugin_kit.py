@@ -117,9 +117,9 @@ def test_a_scenario_naming_the_generated_plugins_runs_to_a_report(venv_with_plug
     run = _run([str(python), "-m", "robotid_sim.cli", "run", "kit.yaml", "--out", "runs"], work)
     assert run.returncode == 0, run.stderr
     (run_dir,) = (work / "runs").iterdir()
-    rows = json.loads((run_dir / "metrics.json").read_text())
-    estimators = {row["estimator"]: row for row in rows if "estimator" in row}
-    controllers = {row["controller"]: row for row in rows if "controller" in row}
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    estimators = {row["estimator"]: row for row in metrics["estimators"]}
+    controllers = {row["controller"]: row for row in metrics["controllers"]}
     assert {"ols", ESTIMATOR} <= set(estimators) and set(controllers) == {CONTROLLER}
     # the skeleton is least squares: it agrees with the built-in OLS
     assert estimators[ESTIMATOR]["torque_rms_total"] == pytest.approx(estimators["ols"]["torque_rms_total"], rel=1e-6)

@@ -273,7 +273,7 @@ def test_scenario_uses_plugin_excitation_noise_model_and_robot(my_plugin, tmp_pa
     ds = load_dataset(run_dir / "data" / "identification.npz")
     assert ds.metadata["noise"]["models"][0] == {"type": "mynoise", "offset": 0.01, "signal": "tau"}
     assert ds.n_samples == 200  # one period of the 0.5 Hz plugin excitation at 100 Hz
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics = json.loads((run_dir / "metrics.json").read_text())["estimators"]
     assert [row["estimator"] for row in metrics] == ["ols", "CAD"]  # CAD: the robot's own parameters
     assert np.isfinite(metrics[0]["torque_rms_total"])
 

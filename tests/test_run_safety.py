@@ -137,9 +137,9 @@ def test_report_refuses_an_estimator_name_from_metrics_json_that_leaves_the_fold
     # a valid model planted where '../x' would lead: the old report read it
     shutil.copy(run_copy / "models" / "ols.json", tmp_path / "x.json")
     shutil.copy(run_copy / "models" / "ols.npz", tmp_path / "ols.npz")
-    rows = json.loads((run_copy / "metrics.json").read_text())
-    rows[0]["estimator"] = "../x"
-    (run_copy / "metrics.json").write_text(json.dumps(rows))
+    metrics = json.loads((run_copy / "metrics.json").read_text())
+    metrics["estimators"][0]["estimator"] = "../x"
+    (run_copy / "metrics.json").write_text(json.dumps(metrics))
     code, lines = _report(run_copy, capsys)
     assert code == 2
     assert len(lines) == 1 and "estimator name '../x' cannot be used as a file name" in lines[0]
@@ -149,7 +149,8 @@ def test_report_refuses_an_estimator_name_from_metrics_json_that_leaves_the_fold
     ("content", "message"),
     [
         ('[{"estimator": "ols", "torque_rms', "metrics.json is damaged (not valid JSON"),
-        ('{"estimator": "ols"}', "expected a list of rows"),
+        ('{"estimator": "ols"}', "expected a mapping with metrics_version 2"),
+        ('{"metrics_version": 2, "estimators": 5}', "'estimators' is not a list of rows"),
         ('[["ols"]]', "row 0 is not a mapping with an 'estimator'"),
         ('[{"estimator": 3}]', "estimator name 3 cannot be used as a file name"),
         ('[{"estimator": "ols", "rsd": ["a"]}]', "'rsd': expected a number or a list of numbers"),
@@ -157,7 +158,17 @@ def test_report_refuses_an_estimator_name_from_metrics_json_that_leaves_the_fold
         ("[" * 100_000, "nested too deeply"),
         (b"\xff\xfe\x00garbage", "not UTF-8 text"),
     ],
-    ids=["truncated", "not-a-list", "row-not-a-mapping", "name-not-a-string", "bad-value", "twice", "deep", "binary"],
+    ids=[
+        "truncated",
+        "no-version",
+        "section-not-a-list",
+        "row-not-a-mapping",
+        "name-not-a-string",
+        "bad-value",
+        "twice",
+        "deep",
+        "binary",
+    ],
 )
 def test_report_on_a_corrupt_metrics_json_is_one_line_and_exit_2(run_copy, capsys, content, message):
     target = run_copy / "metrics.json"

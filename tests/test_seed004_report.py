@@ -329,7 +329,7 @@ def run(tmp_path_factory):
 
 
 def test_a_run_reports_trajectory_rsd_and_agreement_index_per_joint(run):
-    rows = json.loads((run / "metrics.json").read_text())
+    rows = json.loads((run / "metrics.json").read_text())["estimators"]
     for row in rows:
         assert len(row["trajectory_rsd"]) == 5 and len(row["trajectory_agreement_index"]) == 5
         assert all(0.0 <= ai <= 1.0 for ai in row["trajectory_agreement_index"])

@@ -244,7 +244,7 @@ def test_a_model_without_forward_dynamics_is_validated_without_them(tmp_path):
     path.write_text(yaml.safe_dump(scenario))
     run = run_scenario(path, out_dir=tmp_path / "runs")
     assert not rid.load_model(run / "models" / "sindy.json").has_forward_dynamics
-    rows = {r["estimator"]: r for r in json.loads((run / "metrics.json").read_text())}
+    rows = {r["estimator"]: r for r in json.loads((run / "metrics.json").read_text())["estimators"]}
     assert "acceleration_rms" not in rows["sindy"] and "trajectory_rms" not in rows["sindy"]
     assert len(rows["stepwise_sindy"]["trajectory_rms"]) == 4  # the stepwise model (linear in qdd) is simulated
     assert "sindy: no forward dynamics" in (run / "report.md").read_text()

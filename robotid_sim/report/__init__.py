@@ -8,6 +8,7 @@ tables and renderers are importable on their own from :mod:`robotid_sim.report.p
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import re
@@ -41,6 +42,7 @@ from robotid_sim.report.result import (
 from robotid_sim.safety import safe_name
 
 __all__ = [
+    "REPORT_CONTEXT_FILE",
     "EstimatorOutcome",
     "SensitivityOutcome",
     "SparseModelSummary",
@@ -50,6 +52,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: the run folder's file with the report's info, notes and joint kinds (:func:`write_report`)
+REPORT_CONTEXT_FILE = "report.json"
 
 #: Metric key an estimator sets (a positive float) to get a sparsity figure of its coefficients.
 SPARSITY_THRESHOLD_KEY = "sparsity_threshold"
@@ -168,6 +173,8 @@ def _outcome_plan(
 def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     """Write the figures, ``report.md`` and ``report.html`` of a study into its run folder.
 
+    What the report shows that no other file of a run folder holds (``result.info``, ``result.notes``,
+    ``result.joint_kinds``) goes to :data:`REPORT_CONTEXT_FILE`, so that the report can be rebuilt from the folder.
     Figures go to ``run_dir/plots/``: torque comparison and per-joint torque RMS (when an estimator ran),
     the forward dynamics of each model (measured against predicted accelerations, and the open-loop
     angles; when ``result.qdd_reference`` and a model's ``qdd_predicted`` are set, seed 003 Fig. 12–14),
@@ -188,8 +195,8 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
         result: the study.
 
     Returns:
-        ``{"markdown": report.md, "html": report.html, <figure key>: PNG path, ...}``; figure keys are
-        ``"torque_comparison"``, ``"torque_errors"``, ``"forward_dynamics"``, ``"parameter_errors"``,
+        ``{"markdown": report.md, "html": report.html, "context": report.json, <figure key>: PNG path, ...}``;
+        figure keys are ``"torque_comparison"``, ``"torque_errors"``, ``"forward_dynamics"``, ``"parameter_errors"``,
         ``"tracking_errors"``, ``"friction_curves"``, ``"sensitivity"``, ``"convergence/<estimator>"``,
         ``"convergence_values/<estimator>"``, ``"sparsity/<estimator>"``, ``"active_terms"`` and
         ``"segmentation/<estimator>"``.
@@ -200,8 +207,9 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     run_dir = Path(run_dir)
     plots_dir = run_dir / "plots"
     markdown_path, html_path = run_dir / "report.md", run_dir / "report.html"
+    context_path = run_dir / REPORT_CONTEXT_FILE
     plan = figure_plan(result, plots_dir)
-    for path in (markdown_path, html_path, *(p for _, p, _ in plan)):
+    for path in (markdown_path, html_path, context_path, *(p for _, p, _ in plan)):
         if path.exists():
             raise FileExistsError(
                 f"report file {path} already exists; reports never overwrite, write into a fresh run folder"
@@ -210,6 +218,9 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
         plots_dir.mkdir(parents=True, exist_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
 
+    context = {"info": result.info, "notes": result.notes, "joint_kinds": result.joint_kinds}
+    with open(context_path, "x", encoding="utf-8") as fh:
+        fh.write(json.dumps(context, indent=2, ensure_ascii=False) + "\n")
     written: dict[str, Path] = {}
     failures: list[str] = []
     for key, path, draw in plan:
@@ -230,4 +241,4 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     with open(html_path, "x", encoding="utf-8") as fh:
         fh.write(render_html(result, images))
     log.info("report written to %s", html_path)
-    return {"markdown": markdown_path, "html": html_path, **written}
+    return {"markdown": markdown_path, "html": html_path, "context": context_path, **written}

@@ -100,6 +100,39 @@ def _label_bottom(axes: list[Axes], max_cols: int, label: str) -> None:
             ax.set_xlabel(label)
 
 
+#: the SI unit of a joint quantity for a revolute and for a prismatic joint
+_UNITS = {
+    "q": ("rad", "m"),
+    "q_shown": ("deg", "mm"),
+    "qd": ("rad/s", "m/s"),
+    "qdd": ("rad/s²", "m/s²"),
+    "tau": ("N·m", "N"),
+}
+#: the unit written on an axis whose quantity has none (a ratio, a count)
+DIMENSIONLESS = "[-]"
+
+
+def joint_unit(result: StudyResult, quantity: str, joint: int | None = None) -> str:
+    """The unit of ``quantity`` (``q``, ``q_shown`` (degrees or millimetres), ``qd``, ``qdd``, ``tau``) of
+    ``joint``, or of every joint (None): ``"N·m"``, ``"N"``, or ``"N·m or N"`` where the kinds differ or are
+    unknown (``result.joint_kinds``)."""
+    revolute, prismatic = _UNITS[quantity]
+    kinds = result.joint_kinds
+    if joint is not None:
+        kinds = kinds[joint : joint + 1]
+    if kinds and all(kind == "prismatic" for kind in kinds):
+        return prismatic
+    if kinds and all(kind != "prismatic" for kind in kinds):
+        return revolute
+    return f"{revolute} or {prismatic}"
+
+
+def _degrees_or_millimetres(result: StudyResult, values: np.ndarray, joint: int) -> np.ndarray:
+    """Joint positions (rad or m) in the unit of :func:`joint_unit` ``q_shown``."""
+    prismatic = joint < len(result.joint_kinds) and result.joint_kinds[joint] == "prismatic"
+    return 1000.0 * values if prismatic else np.degrees(values)
+
+
 def log_scale_if_wide(ax: Axes, values: np.ndarray, ratio: float = 100.0) -> None:
     """A logarithmic y axis when the positive finite ``values`` span more than ``ratio``."""
     positive = values[np.isfinite(values) & (values > 0)]
@@ -141,7 +174,7 @@ def plot_torque_comparison(result: StudyResult, path: str | Path, max_points: in
             truth = np.asarray(result.tau_true, dtype=float).reshape(len(t), -1)
             ax.plot(t[::step], truth[::step, j], color=_TRUTH, lw=0.7, ls="--", label="truth (noise-free)")
         ax.set_title(names[j], fontsize=10, loc="left")
-        ax.set_ylabel("torque")
+        ax.set_ylabel(f"torque [{joint_unit(result, 'tau', j)}]")
         ax.grid(alpha=0.3)
         ax.margins(x=0)
     _label_bottom(axes, max_cols, "time [s]")
@@ -185,19 +218,20 @@ def plot_forward_dynamics(result: StudyResult, path: str | Path, max_points: int
                 qdd = np.asarray(outcome.qdd_predicted, dtype=float).reshape(len(t), -1)
                 ax.plot(t[::step], qdd[::step, j], color=colors[outcome.name], lw=1.0, label=outcome.name)
         ax.set_title(f"{names[j]}: acceleration", fontsize=10, loc="left")
-        ax.set_ylabel("qdd")
+        ax.set_ylabel(f"qdd [{joint_unit(result, 'qdd', j)}]")
         ax.grid(alpha=0.3)
         ax.margins(x=0)
         if cols == 2:
             ax = axes[j, 1]
             t_open = np.asarray(result.open_loop_t, dtype=float)
-            ax.plot(t_open, np.degrees(np.asarray(reference)[:, j]), color=_TRUTH, lw=1.2, ls="--", label="reference")
+            q_reference = _degrees_or_millimetres(result, np.asarray(reference, dtype=float)[:, j], j)
+            ax.plot(t_open, q_reference, color=_TRUTH, lw=1.2, ls="--", label="reference")
             for outcome in result.outcomes:
                 if outcome.q_open_loop is not None:
-                    q = np.degrees(np.asarray(outcome.q_open_loop, dtype=float)[:, j])
+                    q = _degrees_or_millimetres(result, np.asarray(outcome.q_open_loop, dtype=float)[:, j], j)
                     ax.plot(t_open, q, color=colors[outcome.name], lw=1.0, label=outcome.name)
             ax.set_title(f"{names[j]}: open-loop angle", fontsize=10, loc="left")
-            ax.set_ylabel("q [deg]")
+            ax.set_ylabel(f"q [{joint_unit(result, 'q_shown', j)}]")
             ax.grid(alpha=0.3)
             ax.margins(x=0)
     for ax in axes[-1]:
@@ -235,7 +269,7 @@ def plot_torque_errors(result: StudyResult, path: str | Path) -> Path:
         ax.bar(x - 0.4 + width * (k + 0.5), rms[k], width, color=colors[outcome.name], label=outcome.name)
     log_scale_if_wide(ax, rms)
     ax.set_xticks(x, result.joint_names, rotation=30 if n > 6 else 0, ha="right" if n > 6 else "center")
-    ax.set_ylabel("torque RMS on validation")
+    ax.set_ylabel(f"torque RMS on validation [{joint_unit(result, 'tau')}]")
     ax.set_title("Per-joint torque RMS (lower is better)", fontsize=11)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
@@ -336,7 +370,7 @@ def plot_parameter_errors(result: StudyResult, path: str | Path) -> Path:
     fontsize = 8 if b <= 30 else 6.5 if b <= 60 else 5.5
     ax.set_xticks(np.arange(b), order, rotation=90, fontsize=fontsize)
     ax.set_xlim(-0.7, b - 0.3)
-    ax.set_ylabel(r"$|\hat\theta_i - \theta_i| \,/\, |\theta_i|$")
+    ax.set_ylabel(r"$|\hat\theta_i - \theta_i| \,/\, |\theta_i|$ " + DIMENSIONLESS)
     title = "Relative error per base parameter (lower is better)"
     if any_zero:
         title += f"\nhollow: true value ≈ 0, error relative to {NEAR_ZERO:g}·max|θ|"
@@ -364,7 +398,7 @@ def _history(outcome: EstimatorOutcome, xlabel: str | None) -> tuple[np.ndarray,
     counting = np.arange(len(history), dtype=float)
     t = counting if outcome.history_t is None else np.asarray(outcome.history_t, dtype=float).ravel()
     if xlabel is None:
-        xlabel = "iteration" if np.array_equal(t, counting) else "time [s]"
+        xlabel = "iteration [count]" if np.array_equal(t, counting) else "time [s]"
     return t, history, std, xlabel
 
 
@@ -394,7 +428,7 @@ def plot_parameter_convergence(
         outcome: an estimator outcome with ``history`` (K, b), optionally ``history_t`` (K,) and
             ``history_std`` (K, b).
         path: PNG to write.
-        xlabel: x-axis label; default ``"time [s]"``, or ``"iteration"`` when ``history_t`` is None or
+        xlabel: x-axis label; default ``"time [s]"``, or ``"iteration [count]"`` when ``history_t`` is None or
             just counts 0, 1, 2, ...
         labels: parameter name to the label added to its legend entry (``"M1 (λ1*)"``).
 
@@ -434,7 +468,7 @@ def plot_parameter_convergence(
             low, high = normalised[:, k] - band[:, k], normalised[:, k] + band[:, k]
             ax.fill_between(t, low, high, color=color, alpha=0.15 if few else 0.06, lw=0)
     if raw:
-        ax.set_ylabel("value")
+        ax.set_ylabel("value [SI unit of each]")
     else:
         _normalised_axis(ax, normalised, truth is not None)
     kind = "quantities" if raw else "parameters"
@@ -461,7 +495,7 @@ def _normalised_axis(ax: Axes, normalised: np.ndarray, against_truth: bool) -> N
         low, high = np.percentile(finite, [2, 98])
         low, high = max(min(low, 0.5), -1.0), min(max(high, 1.5), 3.0)
         ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
-    ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true)" if against_truth else " (final)"))
+    ax.set_ylabel(r"$\theta_i(k) / \theta_i$" + (" (true) " if against_truth else " (final) ") + DIMENSIONLESS)
 
 
 def _normalised(history: np.ndarray, std: np.ndarray | None, reference: np.ndarray):
@@ -482,7 +516,7 @@ def _plot_distance(ax: Axes, t: np.ndarray, history: np.ndarray, truth: np.ndarr
         ax.set_yscale("log")
     else:
         ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
-    ax.set_ylabel(r"$\|\theta(k) - \theta\| / \|\theta\|$")
+    ax.set_ylabel(r"$\|\theta(k) - \theta\| / \|\theta\|$ " + DIMENSIONLESS)
     ax.grid(alpha=0.3)
     ax.set_xlabel(xlabel)
 
@@ -599,8 +633,8 @@ def plot_sensitivity(
         shown = np.where(np.isfinite(rms[i]) & (rms[i] > floor), rms[i], np.nan)
         ax.plot(factors, shown, color=color, lw=1.2, marker=markers[i % len(markers)], ms=4, label=label)
     ax.axvline(1.0, color="0.6", lw=0.8, ls=":")
-    ax.set_xlabel("scale factor of the parameter")
-    ax.set_ylabel(f"trajectory RMS over {sensitivity.horizon_s:g} s")
+    ax.set_xlabel(f"scale factor of the parameter {DIMENSIONLESS}")
+    ax.set_ylabel(f"trajectory RMS over {sensitivity.horizon_s:g} s [rad, m for a prismatic joint]")
     ax.set_title(f"Sensitivity of the model of '{sensitivity.estimator}' to each parameter", fontsize=11)
     ax.grid(alpha=0.3)
     ax.legend(
@@ -654,9 +688,9 @@ def plot_friction_curves(result: StudyResult, path: str | Path) -> Path:
         ax.axhline(0, color="0.7", lw=0.6)
         ax.axvline(0, color="0.7", lw=0.6)
         ax.grid(alpha=0.3)
-        ax.set_xlabel("velocity")
+        ax.set_xlabel(f"velocity [{joint_unit(result, 'qd', j)}]")
         if j % max_cols == 0:
-            ax.set_ylabel("friction torque")
+            ax.set_ylabel(f"friction torque [{joint_unit(result, 'tau', j)}]")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6), frameon=False)
     return save_figure(fig, path)
@@ -720,7 +754,7 @@ def plot_sparsity(
         ax.set_ylim(bottom=floor)
         ax.set_xticks(x, list(names), rotation=90, fontsize=fontsize)
         ax.set_xlim(-0.7, p - 0.3)
-        ax.set_ylabel("|coefficient|")
+        ax.set_ylabel("|coefficient| [SI unit of each]")
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8, loc="best")
     else:
@@ -736,7 +770,7 @@ def plot_sparsity(
         high = float(image.max()) if image.count() else low + 1
         mesh = ax.imshow(image, aspect="auto", cmap=cmap, vmin=low, vmax=max(high, low + 1e-9), interpolation="nearest")
         colorbar = fig.colorbar(mesh, ax=ax)
-        colorbar.set_label("log10 |coefficient| (blank: below threshold)")
+        colorbar.set_label("log10 |coefficient| (blank: below threshold) [SI unit of each]")
         colorbar.ax.axhline(low, color="C3", lw=2)
         ax.set_xticks(np.arange(m), columns, fontsize=8)
         ax.set_yticks(np.arange(p), list(names), fontsize=fontsize)
@@ -786,7 +820,7 @@ def plot_active_terms(result: StudyResult, path: str | Path) -> Path:
         bars = ax.bar(x + (k - (len(outcomes) - 1) / 2) * width, active, width, color=colors[outcome.name], label=label)
         ax.bar_label(bars, fmt="%d", fontsize=7, padding=1)
     ax.set_xticks(x, [f"τ{j + 1}\n{name}" for j, name in enumerate(result.joint_names[:n])], fontsize=8)
-    ax.set_ylabel("active terms")
+    ax.set_ylabel("active terms [count]")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     ax.set_title("Active terms per joint", fontsize=11)
@@ -874,8 +908,8 @@ def plot_segmentation(outcome: EstimatorOutcome, path: str | Path) -> Path:
                 label=None if drawn else f"{state.replace('_', ' ')} ({int(sizes[c]) if total else '?'})",
                 zorder=3,
             )
-    left.set_xlabel("RAI of the velocities")
-    left.set_ylabel("RAI of the accelerations")
+    left.set_xlabel(f"RAI of the velocities {DIMENSIONLESS}")
+    left.set_ylabel(f"RAI of the accelerations {DIMENSIONLESS}")
     left.grid(alpha=0.3)
     left.margins(0.2)
     legend = left.legend(fontsize=8, loc="best")
@@ -889,8 +923,8 @@ def plot_segmentation(outcome: EstimatorOutcome, path: str | Path) -> Path:
     if isinstance(chosen, int) and 1 <= chosen <= wcss.size:
         right.scatter([chosen], [wcss[chosen - 1]], s=160, facecolors="none", edgecolors="C3", lw=2, zorder=3)
         right.annotate(f"k = {chosen}", (chosen, wcss[chosen - 1]), xytext=(10, 10), textcoords="offset points")
-    right.set_xlabel("number of clusters k")
-    right.set_ylabel("WCSS")
+    right.set_xlabel("number of clusters k [count]")
+    right.set_ylabel(f"WCSS {DIMENSIONLESS}")
     right.set_xticks(k)
     right.grid(alpha=0.3)
     right.set_title("elbow on the within-cluster sum of squares", fontsize=10)

@@ -226,6 +226,8 @@ class StudyResult:
         q_open_loop_reference: (K, n) the reference motion of the open-loop validation (the true robot's, or the
             measured one), or None.
         failures: the estimators and controllers that raised (:class:`Failure`), shown with their tracebacks.
+        joint_kinds: (n,) ``"revolute"`` or ``"prismatic"`` per joint, for the units of the figures' axes
+            (rad, rad/s, N·m or m, m/s, N); empty: unknown, both named.
     """
 
     title: str
@@ -248,6 +250,7 @@ class StudyResult:
     open_loop_t: np.ndarray | None = None
     q_open_loop_reference: np.ndarray | None = None
     failures: list[Failure] = field(default_factory=list)
+    joint_kinds: list[str] = field(default_factory=list)
 
 
 #: points of the velocity grid of the friction curves

@@ -117,15 +117,23 @@ _COMPARISON_COLUMNS: tuple[_Column, ...] = (
 )
 
 
-def _best_mask(values: list[float], better: str | None, eligible: list[bool] | None = None) -> list[bool]:
+def _best_mask(
+    values: list[float],
+    better: str | None,
+    eligible: list[bool] | None = None,
+    text: Callable[[float], str] = format_number,
+) -> list[bool]:
     """Which entries hold the best value among the ``eligible`` ones (default all); nothing is highlighted
-    with fewer than two eligible values that are not NaN. An infinite value (a diverged simulation) takes part
-    in the comparison but is never marked itself."""
+    with fewer than two eligible values that are not NaN, nor when two eligible values tie at the shown
+    precision (``text`` of the best value shared). An infinite value (a diverged simulation) takes part in the
+    comparison but is never marked itself."""
     eligible = [True] * len(values) if eligible is None else eligible
     known = [v for v, ok in zip(values, eligible, strict=True) if ok and not math.isnan(v)]
     if better is None or len(known) < 2:
         return [False] * len(values)
     best = min(known) if better == "min" else max(known)
+    if sum(text(v) == text(best) for v in known) > 1:
+        return [False] * len(values)  # a tie as shown: no row is better than the others
     return [ok and math.isfinite(v) and v == best for v, ok in zip(values, eligible, strict=True)]
 
 
@@ -529,7 +537,7 @@ def relative_error_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]
     rows = []
     for k, (name, _, _) in enumerate(table):
         values = [float(error[k]) for error in errors]
-        mask = _best_mask(values, "min", eligible)
+        mask = _best_mask(values, "min", eligible, lambda v: format_number(v, 3))
         mark = NEAR_ZERO_MARK if near_zero[k] else ""
         cells = [
             Cell(f"{format_number(v, 3)} %{mark}" if math.isfinite(v) else format_number(v), v, b)
@@ -586,8 +594,86 @@ def _rich_table(title: str, headers: list[str], rows: list[list[Cell]]) -> Table
     return table
 
 
+#: the terminal's comparison table: each column's short two-line header, in the order columns are kept while
+#: the table still fits the terminal (the most telling first)
+_COMPACT_HEADERS = {
+    "torque RMS": "torque\nRMS",
+    "torque RMS vs truth": "RMS vs\ntruth",
+    "base-parameter error": "param.\nerror",
+    "trajectory RMS": "traj.\nRMS",
+    "fit time [s]": "fit\ntime [s]",
+    "mean RSD": "mean\nRSD",
+    "mean nRMS [% of range]": "nRMS\n% range",
+    "mean agreement index": "agree-\nment",
+    "mean qdd RSD": "qdd\nRSD",
+    "mean nRMS [% of limit]": "nRMS\n% limit",
+    "condition number": "cond.\nnumber",
+}
+
+
+@dataclass(frozen=True)
+class CompactTable:
+    """The comparison table cut to a terminal's width (:func:`compact_comparison_rows`).
+
+    Attributes:
+        headers: the short headers of the columns shown (the first is ``estimator``).
+        rows: one row per estimator, cells as in :func:`comparison_rows`.
+        same: ``(column, shown value)`` of each column left out because every estimator shows the same value.
+        left_out: the columns left out for want of width.
+    """
+
+    headers: list[str]
+    rows: list[list[Cell]]
+    same: list[tuple[str, str]]
+    left_out: list[str]
+
+
+def _table_width(columns: list[list[str]]) -> int:
+    """Characters a rich table with heavy-head box of these columns (each: header lines and cell texts) needs."""
+    return 1 + sum(max(map(len, texts), default=0) + 3 for texts in columns)
+
+
+def compact_comparison_rows(result: StudyResult, width: int) -> CompactTable:
+    """The comparison table (:func:`comparison_rows`) for a terminal ``width`` characters wide.
+
+    A column whose shown value is the same for every estimator (baselines such as ``CAD`` aside, when two or
+    more estimators ran) separates nothing and is left out, its value kept in ``same``; the others are kept in
+    the order of :data:`_COMPACT_HEADERS` while the table fits ``width`` and shown in the full table's order.
+
+    Args:
+        result: the study.
+        width: the terminal's width in characters.
+
+    Returns:
+        The :class:`CompactTable`.
+    """
+    headers, rows = comparison_rows(result)
+    estimators = [k for k, o in enumerate(result.outcomes) if o.name not in result.baselines]
+    compared = estimators if len(estimators) >= 2 else list(range(len(rows)))
+    same, candidates = [], []
+    for c, header in enumerate(headers[1:], start=1):
+        texts = {rows[k][c].text for k in compared}
+        if len(compared) >= 2 and len(texts) == 1:
+            same.append((header, texts.pop()))
+        else:
+            candidates.append(c)
+    order = list(_COMPACT_HEADERS)
+    candidates.sort(key=lambda c: order.index(headers[c]) if headers[c] in order else len(order))
+    shown: list[int] = [0]
+    left_out: list[str] = []
+    for c in candidates:
+        trial = sorted([*shown, c])
+        columns = [_COMPACT_HEADERS.get(headers[i], headers[i]).split("\n") + [r[i].text for r in rows] for i in trial]
+        if _table_width(columns) <= width:
+            shown = trial
+        else:
+            left_out.append(headers[c])
+    short = [_COMPACT_HEADERS.get(headers[i], headers[i]) for i in shown]
+    return CompactTable(short, [[row[i] for i in shown] for row in rows], same, left_out)
+
+
 def rich_comparison_table(result: StudyResult) -> Table:
-    """The comparison table for the terminal, best values in bold green.
+    """The comparison table for the terminal, every column, best values in bold green.
 
     Args:
         result: the study.
@@ -596,6 +682,29 @@ def rich_comparison_table(result: StudyResult) -> Table:
         A :class:`rich.table.Table` with one row per estimator; the caller prints it.
     """
     return _rich_table(f"{result.title} ({result.robot_name})", *comparison_rows(result))
+
+
+def rich_compact_comparison(result: StudyResult, width: int) -> tuple[Table, list[str]]:
+    """The comparison table for a terminal ``width`` characters wide (:func:`compact_comparison_rows`), best
+    values in bold green, and the lines to print under it naming the columns left out.
+
+    Args:
+        result: the study.
+        width: the terminal's width in characters.
+
+    Returns:
+        A :class:`rich.table.Table` with one row per estimator, and the lines about the columns left out (none
+        when every column is shown); the caller prints them.
+    """
+    compact = compact_comparison_rows(result, width)
+    lines = []
+    if compact.same:
+        lines.append("the same for every estimator: " + ", ".join(f"{name} {text}" for name, text in compact.same))
+    if compact.left_out:
+        lines.append(f"not shown in {width} columns: " + ", ".join(compact.left_out))
+    if compact.same or compact.left_out:
+        lines.append("every column: the comparison table of report.md")
+    return _rich_table(f"{result.title} ({result.robot_name})", compact.headers, compact.rows), lines
 
 
 def rich_closed_loop_table(result: StudyResult) -> Table:
@@ -676,7 +785,7 @@ def sparse_model_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]
     columns: list[list[Cell]] = []
 
     def add(values: list[float], text: Callable[[float], str], better: str | None) -> None:
-        mask = _best_mask(values, better)
+        mask = _best_mask(values, better, text=text)
         columns.append([Cell(text(v), v, b) for v, b in zip(values, mask, strict=True)])
 
     def add_text(texts: list[str]) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 from robotid_sim.control.comparison import ClosedLoopOutcome
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.identification import load_model
+from robotid_sim.identification import metrics as M
 from robotid_sim.identification.evaluation import Failure
 from robotid_sim.identification.validation import (
     OPEN_LOOP_FILE,
@@ -25,10 +26,11 @@ from robotid_sim.identification.validation import (
     forward_dynamics_validation,
     validation_reference,
 )
-from robotid_sim.report import EstimatorOutcome, StudyResult, friction_curves
+from robotid_sim.report import REPORT_CONTEXT_FILE, EstimatorOutcome, SensitivityOutcome, StudyResult, friction_curves
 from robotid_sim.safety import inside, load_yaml_file, safe_name
 from robotid_sim.scenario.schema import CAD_LABEL, CLOSED_LOOP_FILE
 from robotid_sim.sim.dataset import load_dataset
+from robotid_sim.studies.metrics_files import METRICS_SECTIONS, METRICS_VERSION, split_metrics_rows
 
 #: largest ``metrics.json`` / ``truth.json`` / ``scenario.yaml`` read back (bytes)
 MAX_TEXT_BYTES = 16 * 1024**2
@@ -38,11 +40,15 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     """The study of a run folder written by :func:`run_scenario` or :func:`run_closed_loop_study`.
 
     Predictions are recomputed from the saved models on the saved validation data. Closed-loop rows come back
-    with their metrics only (no time series).
+    with their metrics only (no time series). The report's info, notes and joint kinds come from
+    ``report.json``, the parameter labels from ``scenario.yaml``, the sensitivity study from ``sensitivity.json``,
+    so that :func:`~robotid_sim.report.write_report` of the result writes the run's own report again.
 
     Raises:
         DataError: a missing or damaged file, a file that points outside the folder, or a ``metrics.json``
-            that is not a list of ``{"estimator": <safe name>, <metric>: number or list of numbers}`` and
+            that is not ``{"metrics_version": 2, "estimators": [...], "controllers": [...], "failed": [...]}``
+            (:mod:`robotid_sim.studies.metrics_files`; the one list of earlier versions is read too) of
+            ``{"estimator": <safe name>, <metric>: number or list of numbers}`` and
             ``{"controller": <label>, <metric>: number, text or list of them}`` rows.
     """
     run_dir = Path(run_dir)
@@ -82,6 +88,7 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
     title = scenario.get("name")
     robot = scenario.get("robot")
     return StudyResult(
+        **_report_context(run_dir),
         title=title if isinstance(title, str) else run_dir.name,
         robot_name=robot if isinstance(robot, str) else "?",
         joint_names=list(ds_val.joint_names),
@@ -98,6 +105,8 @@ def load_run_result(run_dir: str | Path) -> StudyResult:
         qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
         open_loop_t=None if open_loop is None else open_loop.t,
         q_open_loop_reference=None if open_loop is None else open_loop.q_reference,
+        parameter_labels=_parameter_labels(run_dir, scenario),
+        sensitivity=_sensitivity(run_dir) if (run_dir / "sensitivity.json").exists() else None,
     )
 
 
@@ -114,6 +123,7 @@ def _closed_loop_result(run_dir: Path) -> StudyResult:
         joints = [f"joint {j + 1}" for j in range(n)]
     title, robot = study.get("name"), study.get("robot")
     return StudyResult(
+        **_report_context(run_dir),
         title=title if isinstance(title, str) else run_dir.name,
         robot_name=robot if isinstance(robot, str) else "?",
         joint_names=[str(j) for j in joints],
@@ -125,6 +135,66 @@ def _closed_loop_result(run_dir: Path) -> StudyResult:
         closed_loop=outcomes,
         failures=_failures(controller_rows, "controller"),
     )
+
+
+def _report_context(run_dir: Path) -> dict[str, Any]:
+    """``info``, ``notes`` and ``joint_kinds`` of the run's report (:data:`REPORT_CONTEXT_FILE`), checked;
+    empty for a run folder written before the file existed."""
+    if not (run_dir / REPORT_CONTEXT_FILE).exists():
+        return {}
+    where = run_dir / REPORT_CONTEXT_FILE
+    data = _read_json(run_dir, REPORT_CONTEXT_FILE)
+    info, notes, kinds = (data.get(k) if isinstance(data, dict) else None for k in ("info", "notes", "joint_kinds"))
+    if not (
+        isinstance(info, dict)
+        and all(isinstance(v, str) for v in info.values())
+        and isinstance(notes, list)
+        and all(isinstance(v, str) for v in notes)
+        and isinstance(kinds, list)
+        and all(k in ("revolute", "prismatic") for k in kinds)
+    ):
+        raise DataError(
+            f"{where} is damaged (expected {{'info': {{key: text}}, 'notes': [text], 'joint_kinds': "
+            "['revolute' or 'prismatic']}); run the scenario again"
+        )
+    return {"info": info, "notes": notes, "joint_kinds": kinds}
+
+
+def _parameter_labels(run_dir: Path, scenario: dict) -> dict[str, str]:
+    """The scenario's ``report.parameter_labels``, checked."""
+    report = scenario.get("report")
+    labels = (report.get("parameter_labels") if isinstance(report, dict) else None) or {}
+    if not (isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())):
+        raise DataError(f"{run_dir / 'scenario.yaml'} is damaged (report.parameter_labels is not a mapping of texts)")
+    return dict(labels)
+
+
+def _sensitivity(run_dir: Path) -> SensitivityOutcome:
+    """The ±50 % sensitivity study of ``sensitivity.json`` (a None RMS: the simulation diverged, inf)."""
+    where = run_dir / "sensitivity.json"
+    data = _read_json(run_dir, "sensitivity.json")
+    try:
+        rows = data["parameters"]
+        factors = tuple(float(f) for f in data["factors"])
+
+        def rms(values) -> np.ndarray:
+            return np.array(values, dtype=float)  # None (diverged) becomes NaN, made inf below
+
+        table = M.SensitivityTable(
+            parameter_names=tuple(str(row["name"]) for row in rows),
+            values=np.array([float(row["value"]) for row in rows]),
+            factors=factors,
+            rms=np.nan_to_num(np.array([rms(row["rms"]) for row in rows]), nan=np.inf).reshape(
+                len(rows), len(factors), -1
+            ),
+            rms_total=np.nan_to_num(np.array([rms(row["rms_total"]) for row in rows]), nan=np.inf).reshape(
+                len(rows), len(factors)
+            ),
+        )
+        estimator, horizon = str(data["estimator"]), float(data["horizon_s"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{where} is damaged ({type(exc).__name__}: {exc}); run the scenario again") from None
+    return SensitivityOutcome(estimator, table, horizon)
 
 
 def _closed_loop_outcomes(rows: list[dict]) -> list[ClosedLoopOutcome]:
@@ -197,14 +267,10 @@ def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
     """The rows of ``metrics.json``, checked, split into estimator rows (names safe and unique, values numbers or
     lists of numbers) and closed-loop rows (``controller`` labels unique, values JSON scalars or lists of them)."""
     where = run_dir / "metrics.json"
-    rows = _read_json(run_dir, "metrics.json")
-    if not isinstance(rows, list):
-        raise DataError(f"{where} is damaged (expected a list of rows, one per estimator, got {type(rows).__name__})")
-    controller_rows, estimator_rows = [], []
-    for row in rows:
-        closed_loop = isinstance(row, dict) and "controller" in row and "estimator" not in row
-        (controller_rows if closed_loop else estimator_rows).append(row)
-    rows = estimator_rows
+    sections = _metrics_sections(where, _read_json(run_dir, "metrics.json"))
+    failed = sections["failed"]
+    rows = sections["estimators"] + [row for row in failed if isinstance(row, dict) and "controller" not in row]
+    controller_rows = sections["controllers"] + [row for row in failed if isinstance(row, dict) and "controller" in row]
     labels: set[str] = set()
     for k, row in enumerate(controller_rows):
         label = row["controller"]
@@ -242,6 +308,24 @@ def _metrics(run_dir: Path) -> tuple[list[dict], list[dict]]:
                     f"got {json.dumps(value)[:40]})"
                 )
     return rows, controller_rows
+
+
+def _metrics_sections(where: Path, document: Any) -> dict[str, list]:
+    """The sections of a ``metrics.json`` (:mod:`robotid_sim.studies.metrics_files`), checked; the one list of
+    rows that runs before version 2 wrote is split the same way."""
+    if isinstance(document, list):
+        return split_metrics_rows(document)
+    if not isinstance(document, dict) or document.get("metrics_version") != METRICS_VERSION:
+        version = document.get("metrics_version") if isinstance(document, dict) else None
+        raise DataError(
+            f"{where} is damaged or from another robotid_sim (expected a mapping with metrics_version "
+            f"{METRICS_VERSION}, got {type(document).__name__} with metrics_version {version!r:.20}); run the scenario "
+            "again"
+        )
+    for name in METRICS_SECTIONS:
+        if not isinstance(document.get(name, []), list):
+            raise DataError(f"{where} is damaged ('{name}' is not a list of rows)")
+    return {name: document.get(name, []) for name in METRICS_SECTIONS}
 
 
 def _truth_table(run_dir: Path) -> list[tuple[str, str, float]]:

@@ -27,7 +27,7 @@ import yaml
 from robotid_sim.control.comparison import run_closed_loop_plan
 from robotid_sim.identification import IdentificationProblem, LinearParameterModel
 from robotid_sim.identification import metrics as M
-from robotid_sim.identification.evaluation import Failure, evaluate
+from robotid_sim.identification.evaluation import Failure, evaluate, fit_timed
 from robotid_sim.identification.validation import OPEN_LOOP_FILE, open_loop_reference, rollout, validation_reference
 from robotid_sim.progress import Progress
 from robotid_sim.report import EstimatorOutcome, SensitivityOutcome, StudyResult, friction_curves, write_report
@@ -170,7 +170,7 @@ def _identify_and_evaluate(
     for k, (label, estimator) in enumerate(entries):
         progress("identify", k, len(entries))
         try:
-            model = context.cad if estimator is None else estimator.fit(problem)
+            model = context.cad if estimator is None else fit_timed(estimator, problem)
         except Exception as exc:  # noqa: BLE001 - a plugin's fit may raise anything; the others still run
             done.failures.append(Failure.of("estimator", label, exc))
             errors.append(exc)
@@ -360,4 +360,5 @@ def _result(
         qdd_reference=np.asarray(validation_reference(ds_val).qdd, float),
         open_loop_t=None if open_loop is None else open_loop.t,
         q_open_loop_reference=None if open_loop is None else open_loop.q_reference,
+        joint_kinds=[joint.kind for joint in robot.joints],
     )
