@@ -314,13 +314,12 @@ def cmd_identify(args) -> int:
         "estimators": [{"name": name, "options": options} for name in estimators],
     }
     if study:
-        from robotid_sim.report.tables import rich_comparison_table
         from robotid_sim.studies import load_run_result
         from robotid_sim.studies.identify import run_identify_study
 
         with _progress() as progress:
             run_dir = run_identify_study(scenario, out_dir=args.out, progress=_Bars(progress))
-        _out().print(rich_comparison_table(load_run_result(run_dir)))
+        _print_tables(load_run_result(run_dir))
         _print_run_folder(run_dir)
         return 0
 
