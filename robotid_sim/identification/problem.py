@@ -87,20 +87,24 @@ def check_data_matches_robot(dataset, structure) -> None:
     )
 
 
-def validate_velocity_deadband(value, n_dof: int) -> np.ndarray | None:
+def validate_velocity_deadband(value, n_dof: int | None) -> np.ndarray | None:
     """The per-joint dead-band thresholds (n,) of ``velocity_deadband``, or None when it is None.
 
     Args:
         value: None, one number for every joint, or a sequence of ``n_dof`` numbers (rad/s for a
             revolute joint, m/s for a prismatic one), each finite and ≥ 0.
-        n_dof: the robot's joint count.
+        n_dof: the robot's joint count; None where it is not known yet (a scenario being read): the
+            numbers are checked, not the length, and one number comes back as (1,).
 
     Raises:
         ConfigError: naming ``velocity_deadband``, the value and what is allowed.
     """
     if value is None:
         return None
-    allowed = f"one number ≥ 0 for every joint or a list of {n_dof} (rad/s or m/s, one per joint)"
+    count = "them" if n_dof is None else f"{n_dof} of them"
+    allowed = (
+        f"one number ≥ 0 (rad/s, or m/s for a prismatic joint) for every joint, or a list of {count}, one per joint"
+    )
 
     def number(x) -> float:
         if isinstance(x, bool) or not isinstance(x, numbers.Real):
@@ -115,11 +119,11 @@ def validate_velocity_deadband(value, n_dof: int) -> np.ndarray | None:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return np.full(n_dof, number(value))
+        return np.full(1 if n_dof is None else n_dof, number(value))
     if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
         raise ConfigError(f"velocity_deadband must be {allowed}; got {value!r}")
     values = list(value)
-    if len(values) != n_dof:
+    if n_dof is not None and len(values) != n_dof:
         raise ConfigError(
             f"velocity_deadband has {len(values)} values but the robot has {n_dof} joints; give {allowed}"
         )
