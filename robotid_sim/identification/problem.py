@@ -130,6 +130,31 @@ def validate_velocity_deadband(value, n_dof: int | None) -> np.ndarray | None:
     return np.array([number(x) for x in values], dtype=float)
 
 
+@dataclass(frozen=True, eq=False)
+class JointRows:
+    """The rows in use of one joint: its equations ``torque[k] = regressor[k] @ beta`` (seed 001 Eq. 14, row j).
+
+    The per-joint view an estimator needs for anything computed joint by joint (a residual variance per
+    joint, a robust scale, a filter along time): with a velocity dead-band each joint keeps its own
+    samples, so the stacked rows are not N whole samples and ``reshape(-1, n)`` of them mixes joints.
+
+    Attributes:
+        joint: the joint (0-based).
+        name: its name.
+        samples: (m_j,) sample index of each row (ascending; m_j = N less the dead-band's rows of this joint).
+        rows: (m_j,) position of each row among the stacked rows in use (:meth:`IdentificationProblem.base_regressor`).
+        regressor: (m_j, b) base regressor rows.
+        torque: (m_j,) measured torque of joint j at ``samples``.
+    """
+
+    joint: int
+    name: str
+    samples: np.ndarray
+    rows: np.ndarray
+    regressor: np.ndarray
+    torque: np.ndarray
+
+
 @dataclass(eq=False)
 class IdentificationProblem:
     """What an estimator is given: the robot's structure, the measured data and its segments.
@@ -150,7 +175,8 @@ class IdentificationProblem:
     the rows in use: :meth:`row_joint`, :meth:`row_sample`, :meth:`row_experiment`,
     :meth:`row_index` (position in the full N·n stacking). :meth:`row_weights` is the 0/1 weight
     of every one of the N·n rows. Do not ``reshape(-1, n)`` the stacked arrays: with a
-    dead-band they are not N whole samples; group by :meth:`row_joint` instead.
+    dead-band they are not N whole samples; take :meth:`joint_rows` (each joint's rows, regressor
+    and torque) or group by :meth:`row_joint` instead.
     ``base_regressor(stacked=False)`` (N, n, b) keeps the layout and sets the rows out of use to
     zero (a least-squares solve on it with any torque gives the same estimate), and
     ``all_rows=True`` gives every row, the dead-band not applied. Without a dead-band every
@@ -281,6 +307,24 @@ class IdentificationProblem:
         """(m,) index into :attr:`experiments` of each row in use."""
         starts = np.array([sl.start for _, sl in self._experiments])
         return np.searchsorted(starts, self.row_sample(), side="right") - 1
+
+    def joint_rows(self) -> list[JointRows]:
+        """Per joint, its rows in use (:class:`JointRows`): the per-joint view of :meth:`base_regressor` and
+        :meth:`torque_vector`, for estimators; never ``reshape(-1, n)`` the stacked rows instead.
+
+        Forms the stacked base regressor, as :meth:`base_regressor` does (an estimator using it does not
+        stream the regressor).
+
+        Raises:
+            IdentificationError: as :meth:`base_regressor`.
+        """
+        W, y, joint = self.base_regressor(), self.torque_vector(), self.row_joint()
+        sample = self.row_sample()
+        views = []
+        for j, name in enumerate(self.structure.joint_names):
+            rows = np.flatnonzero(joint == j)
+            views.append(JointRows(j, name, sample[rows], rows, W[rows], y[rows]))
+        return views
 
     @property
     def deadband_rows_removed(self) -> list[int]:
