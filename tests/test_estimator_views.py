@@ -43,7 +43,7 @@ class JointWeightedToy(Estimator):
         beta = np.linalg.lstsq(W, y, rcond=None)[0]
         b = W.shape[1]
         variance = np.array([np.sum((v.torque - v.regressor @ beta) ** 2) / (len(v.torque) - b) for v in views])
-        scale = np.concatenate([np.full(len(v.torque), 1.0 / np.sqrt(s)) for v, s in zip(views, variance)])
+        scale = np.concatenate([np.full(len(v.torque), 1.0 / np.sqrt(s)) for v, s in zip(views, variance, strict=True)])
         beta = np.linalg.lstsq(W * scale[:, None], y * scale, rcond=None)[0]
         return BaseParameterModel.from_problem(problem, beta, diagnostics={"variance": variance.tolist()})
 
@@ -56,7 +56,7 @@ def test_joint_rows_are_each_joints_samples_regressor_and_torque(problem):
     assert [v.name for v in views] == list(problem.structure.joint_names)
     assert [problem.n_samples - len(v.samples) for v in views] == problem.deadband_rows_removed
     assert len(set(problem.deadband_rows_removed)) == 3  # the joints keep different samples
-    for v, threshold in zip(views, DEADBAND):
+    for v, threshold in zip(views, DEADBAND, strict=True):
         np.testing.assert_array_equal(v.samples, np.flatnonzero(np.abs(qd[:, v.joint]) >= threshold))
         np.testing.assert_array_equal(v.regressor, full[v.samples, v.joint])
         np.testing.assert_array_equal(v.torque, tau[v.samples, v.joint])
