@@ -18,6 +18,7 @@ from robotid_sim.excitation.base import Segment
 from robotid_sim.identification.least_squares import JointWeightedLeastSquares, RowBlock
 from robotid_sim.robot.model import Robot
 from robotid_sim.robot.structure import RobotStructure
+from robotid_sim.safety import memory_limit_bytes
 from robotid_sim.sim.logs import experiments
 
 #: condition number above which the excitation is called rank-deficient
@@ -26,6 +27,9 @@ RANK_DEFICIENT_CONDITION = 1e10
 CHUNK_BYTES = 8 * 2**20
 #: condition numbers the Gram matrix resolves; above, the excitation checks take a QR of the rows
 GRAM_CONDITION_LIMIT = 1e6
+#: stacked base regressors held at once where one is formed: the regressor, its rows in use, a column-scaled
+#: copy and the QR/SVD factors (as :data:`robotid_sim.scenario.budget.REGRESSOR_COPIES` counts them)
+STACKED_REGRESSOR_COPIES = 5
 
 
 #: the one experiment of a dataset whose metadata names none
@@ -397,6 +401,7 @@ class IdentificationProblem:
             IdentificationError: the velocity dead-band leaves the rows in use rank-deficient
                 while the data without it is not (checked once, when the dead-band removed rows).
         """
+        self.check_stacked_memory("the stacked base regressor (problem.base_regressor())")
         Y = self._base_regressor
         if all_rows or self._keep is None:
             return Y.reshape(-1, Y.shape[-1]) if stacked else Y
@@ -407,6 +412,29 @@ class IdentificationProblem:
         """Measured torque stacked like :meth:`base_regressor`: (m,) rows in use, or (N·n,) with ``all_rows``."""
         tau = np.asarray(self.dataset.tau, float).reshape(-1)
         return tau if all_rows or self._keep is None else tau[self._keep]
+
+    def check_stacked_memory(self, what: str) -> None:
+        """Refuse to stack the base regressor (N·n, b) where it would not fit in this machine's memory.
+
+        The budget of :mod:`robotid_sim.scenario.budget` counts no stacked regressor for estimators that stream
+        it; the excitation check's QR (where the Gram matrix cannot decide) and the dense fallback of an
+        ill-conditioned solve stack it all the same, so each asks here first, with
+        :data:`STACKED_REGRESSOR_COPIES` copies against the machine's RAM (twice
+        :func:`robotid_sim.safety.memory_limit_bytes`, the limit of ``simulation.allow_large``).
+
+        Raises:
+            IdentificationError: naming ``what``, the estimate, its sizes, the limit and the fix.
+        """
+        b = self.base.count
+        needed = float(self.n_samples) * self.n_dof * b * 8 * STACKED_REGRESSOR_COPIES
+        limit = 2 * memory_limit_bytes()
+        if needed > limit:
+            raise IdentificationError(
+                f"{what} would need about {needed / 1e9:.3g} GB ({self.n_samples:,} samples × {self.n_dof} joints × "
+                f"{b} base parameters × 8 bytes × {STACKED_REGRESSOR_COPIES} working copies), more than this "
+                f"machine's {limit / 1e9:.3g} GB of RAM; identify on fewer samples (trim or decimate the recording, "
+                "or record at a lower rate)"
+            )
 
     # ------------------------------------------------------------------ excitation checks
     def check_excitation(self) -> float:
@@ -456,13 +484,17 @@ class IdentificationProblem:
     @cached_property
     def _kept_rank_test(self):
         gram = _gram_rank_test(self.least_squares().gram_matrix())
-        return gram if gram is not None else self._rank_test(self._kept_regressor)
+        if gram is not None:
+            return gram
+        self.check_stacked_memory("the excitation check (a QR of the stacked rows: the Gram matrix cannot decide)")
+        return self._rank_test(self._kept_regressor)
 
     @cached_property
     def _deadband_rank_checked(self) -> bool:
         dead, cond, v, _ = self._kept_rank_test
         if not dead.size and cond <= RANK_DEFICIENT_CONDITION:
             return True
+        self.check_stacked_memory("the velocity dead-band's rank check (a QR of every row)")
         full_dead, full_cond, _, _ = self._rank_test(self.base_regressor(all_rows=True))
         if full_dead.size or full_cond > RANK_DEFICIENT_CONDITION:
             return True  # the excitation itself is deficient: check_excitation's business
@@ -591,4 +623,5 @@ class _ProblemRows:
         return self.problem.predict_rows(beta)
 
     def matrix(self) -> np.ndarray:
+        self.problem.check_stacked_memory("the dense QR fallback of an ill-conditioned least-squares solve")
         return self.problem.base_regressor()
