@@ -548,6 +548,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         message = re.sub(r"invalid (\w+) value: ", lambda m: f"expected {_TYPE_WORDS.get(m[1], m[1])}, got ", message)
+        if message.startswith("the following arguments are required:"):
+            for action in self._actions:  # a missing command is named by its choices, not by its dest
+                if isinstance(action.choices, dict) and action.dest:
+                    message = message.replace(action.dest, f"a command ({', '.join(action.choices)})")
         _print_error(f"{message}; see '{self.prog} --help'")
         sys.exit(EXIT_USER_ERROR)
 

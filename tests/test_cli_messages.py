@@ -60,7 +60,8 @@ ARGPARSE_CASES = [
     ),
     (["sweep", "--workers", "two"], r"--workers: expected a whole number, got 'two'; see 'robotid-sim sweep --help'"),
     (["bogus"], r"invalid choice: 'bogus'.*see 'robotid-sim --help'"),
-    ([], r"required: command; see 'robotid-sim --help'"),
+    ([], r"required: a command \(run, simulate, .*sweep\); see 'robotid-sim --help'"),
+    (["plugin"], r"required: a command \(new\); see 'robotid-sim plugin --help'"),
 ]
 
 
