@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import run_cli
+import yaml
+from helpers import TINY_SCENARIO, run_cli
 
 from robotid_sim import cli
 from robotid_sim.errors import ConfigError
@@ -121,8 +122,12 @@ def test_a_scenario_deadband_of_the_wrong_length_is_refused_before_simulating():
 
 # ------------------------------------------------------------------------------------ output folders
 @needs_proc
-@pytest.mark.parametrize("command", [["run"], ["closed-loop", "--robot", "planar3r"]])
-def test_an_output_folder_that_cannot_be_created_is_named_not_reported_as_a_full_disk(command, capsys):
+@pytest.mark.parametrize("command", [["run", "tiny.yaml"], ["closed-loop", "--robot", "planar3r"]])
+def test_an_output_folder_that_cannot_be_created_is_named_not_reported_as_a_full_disk(
+    command, capsys, tmp_path, monkeypatch
+):
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY_SCENARIO))
+    monkeypatch.chdir(tmp_path)
     assert _exit_code([*command, "--out", str(UNWRITABLE)]) == 2
     line = _one_error_line(capsys)
     assert f"output folder '{UNWRITABLE}' cannot be created: cannot write in folder '/proc'" in line
