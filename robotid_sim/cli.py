@@ -14,6 +14,7 @@ and exits with code 1; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import importlib
 import json
@@ -887,13 +888,24 @@ def _print_error(message: str) -> None:
         print(f"error: {line}", file=sys.stderr, flush=True)
 
 
+#: the fix an OSError's errno calls for, after its own words
+_OS_ERROR_FIXES = {
+    errno.ENOSPC: "; free some space or choose another output folder (--out)",
+    errno.EACCES: "; choose a folder you may write in (--out), or a file you may read",
+    errno.EPERM: "; choose a folder you may write in (--out), or a file you may read",
+    errno.EROFS: "; the file system is read-only: choose another output folder (--out)",
+    errno.ENOENT: "; check the path (its folder must exist)",
+}
+
+
 def _user_error_message(exc: BaseException) -> str | None:
     """The one-line message of an exception that is the user's input, not a bug; None for a bug."""
     if isinstance(exc, RobotIdError):
         return str(exc)
     if isinstance(exc, OSError):  # a path given by the user: missing, unreadable, unwritable, disk full
         where = f" '{exc.filename}'" if exc.filename else ""
-        return f"cannot access{where}: {exc.strerror or exc}"
+        fix = _OS_ERROR_FIXES.get(exc.errno, "")
+        return f"cannot access{where}: {exc.strerror or exc}{fix}"
     if isinstance(exc, MemoryError):
         return "ran out of memory; use a shorter duration, a lower rate or a smaller robot"
     return None

@@ -8,6 +8,8 @@ class`` suggested 'class'; ``model.save("m.npz")`` wrote ``m.npz.json`` and ``m.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import numpy as np
@@ -184,3 +186,12 @@ def test_identify_out_with_the_npz_name_is_understood(capsys):
     assert cli._model_output("m.npz") == Path("m.json")
     with pytest.raises(ConfigError, match=r"--out 'm.txt' has '.txt'.*give NAME, NAME.json or NAME.npz"):
         cli._model_output("m.txt")
+
+
+@pytest.mark.parametrize(
+    ("code", "fix"),
+    [(errno.ENOSPC, "free some space"), (errno.EROFS, "read-only"), (errno.EACCES, "a folder you may write in")],
+)
+def test_an_os_error_names_the_file_and_the_fix(code, fix):
+    message = cli._user_error_message(OSError(code, os.strerror(code), "runs/x/metrics.json"))
+    assert message.startswith(f"cannot access 'runs/x/metrics.json': {os.strerror(code)}; ") and fix in message
