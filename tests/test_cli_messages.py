@@ -195,3 +195,13 @@ def test_identify_out_with_the_npz_name_is_understood(capsys):
 def test_an_os_error_names_the_file_and_the_fix(code, fix):
     message = cli._user_error_message(OSError(code, os.strerror(code), "runs/x/metrics.json"))
     assert message.startswith(f"cannot access 'runs/x/metrics.json': {os.strerror(code)}; ") and fix in message
+
+
+def test_a_plugin_package_that_fails_to_write_leaves_no_folder_behind(tmp_path, monkeypatch):
+    def full_disk(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError):
+        new_plugin("my_ridge", out=tmp_path / "a" / "b", check_installed=False)
+    assert list(tmp_path.iterdir()) == []

@@ -19,6 +19,7 @@ tests and ``ruff check`` / ``ruff format --check`` as written.
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import os
 import re
@@ -209,8 +210,21 @@ def new_plugin(name: str, kind: str = "estimator", out: str | os.PathLike = ".",
         if taken:
             raise ConfigError(taken)
     check_writable_folder(parent, "--out folder")
+    created = [folder for folder in (parent, *parent.parents) if not folder.exists()]  # innermost first
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{names.distribution}.", dir=parent))
+    try:
+        _write_package(files, parent, target)
+    except BaseException:
+        for folder in created:  # nothing is left behind: the folders made for it go too, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    return target
+
+
+def _write_package(files: dict[str, str], parent: Path, target: Path) -> None:
+    """``files`` written in a staging folder under ``parent``, renamed to ``target``; removed on failure."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
     try:
         for relative, text in files.items():
             path = staging / relative
@@ -223,7 +237,6 @@ def new_plugin(name: str, kind: str = "estimator", out: str | os.PathLike = ".",
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
 
 
 def _umask() -> int:
