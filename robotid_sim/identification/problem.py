@@ -399,7 +399,8 @@ class IdentificationProblem:
 
         Raises:
             IdentificationError: the velocity dead-band leaves the rows in use rank-deficient
-                while the data without it is not (checked once, when the dead-band removed rows).
+                while the data without it is not (checked once, when the dead-band removed rows), or
+                the stacked regressor would not fit in memory (:meth:`check_stacked_memory`).
         """
         self.check_stacked_memory("the stacked base regressor (problem.base_regressor())")
         Y = self._base_regressor
