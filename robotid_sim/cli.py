@@ -14,14 +14,15 @@ and exits with code 1; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import importlib
 import json
 import logging
 import math
 import os
+import re
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -118,24 +119,27 @@ def _check_output(value: str, suffixes: tuple[str, ...], flag: str, also: tuple[
             raise ConfigError(
                 f"{flag}: '{target}' already exists; refusing to overwrite it: choose another name or delete it first"
             )
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        raise ConfigError(
-            f"{flag} '{path}': cannot write in folder '{folder}' ({exc.strerror or exc}); choose a writable folder"
-        ) from None
+    from robotid_sim.run_folder import check_writable_folder
+
+    check_writable_folder(folder, f"{flag} '{path}'")
     return path
 
 
 def _model_output(value: str) -> Path:
-    """The JSON path ``identify --out`` writes (``.json`` added when there is no suffix), checked with its ``.npz``."""
+    """The JSON path ``identify --out`` writes, checked with its ``.npz``: ``m``, ``m.json`` and ``m.npz`` all
+    write ``m.json`` and ``m.npz`` (:func:`robotid_sim.identification.model.model_files`)."""
+    from robotid_sim.identification.model import model_files
+
     path = Path(value)
-    if path.suffix == "" and path.name:
-        path = path.with_name(path.name + ".json")
-    if path.suffix.lower() == ".json" and path.suffix != ".json":
-        raise ConfigError(f"--out '{path}': write the suffix in lower case ('.json')")
-    return _check_output(str(path), (".json",), "--out", also=(path.with_suffix(".npz"),))
+    if path.suffix.lower() in (".json", ".npz") and path.suffix not in (".json", ".npz"):
+        raise ConfigError(f"--out '{path}': write the suffix in lower case ('{path.suffix.lower()}')")
+    if path.suffix not in ("", ".json", ".npz") or not path.name:
+        raise ConfigError(
+            f"--out '{path}' has {f'{path.suffix!r}' if path.suffix else 'no file name'}; a model is written as "
+            "NAME.json with its arrays in NAME.npz beside it: give NAME, NAME.json or NAME.npz"
+        )
+    json_path, npz = model_files(path)
+    return _check_output(str(json_path), (".json",), "--out", also=(npz,))
 
 
 def _positive(value: float | None, flag: str, unit: str) -> None:
@@ -540,15 +544,66 @@ def cmd_report(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line ``error: ...`` naming the flag and the fix (exit code 2).
+
+    argparse's own errors print the usage (5–8 lines) and ``robotid-sim identify: error: ...``; here the
+    message names the command's ``--help`` instead. ``--help`` itself is unchanged.
+    """
+
+    def error(self, message: str):
+        message = re.sub(r"invalid (\w+) value: ", lambda m: f"expected {_TYPE_WORDS.get(m[1], m[1])}, got ", message)
+        if message.startswith("the following arguments are required:"):
+            for action in self._actions:  # a missing command is named by its choices, not by its dest
+                if isinstance(action.choices, dict) and action.dest:
+                    message = message.replace(action.dest, f"a command ({', '.join(action.choices)})")
+        _print_error(f"{message}; see '{self.prog} --help'")
+        sys.exit(EXIT_USER_ERROR)
+
+    def parse_known_args(self, args=None, namespace=None):
+        # the innermost command parser records itself, so that leftover arguments are named with its --help
+        namespace, extras = super().parse_known_args(args, namespace)
+        if not hasattr(namespace, _COMMAND_PARSER):
+            setattr(namespace, _COMMAND_PARSER, self)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        command_parser = vars(namespace).pop(_COMMAND_PARSER, self)
+        if extras:
+            command_parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace
+
+
+#: the attribute of the parsed namespace naming the parser of the command given (removed before it is returned)
+_COMMAND_PARSER = "command_parser"
+#: argparse's type names, as an error message says them
+_TYPE_WORDS = {"int": "a whole number", "float": "a number"}
+
+
+def _deadband(text: str) -> float:
+    """``--deadband``: one finite number >= 0 (rad/s or m/s), the same for every joint."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"expected one finite number >= 0 in rad/s (m/s for a prismatic joint), the same for every joint, "
+            f"got {text!r}; per-joint values go in a scenario's identification.velocity_deadband"
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="robotid-sim",
         description="Robot dynamic-parameter identification, simulation first.",
         epilog="A user error prints one line 'error: ...' and exits with code 2; --debug shows tracebacks.",
     )
     _global_flags(parser, False)
     # the same flags after the command name ('robotid-sim simulate ... --debug'); SUPPRESS keeps the global value
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     _global_flags(common, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser = functools.partial(sub.add_parser, parents=[common])
@@ -614,7 +669,7 @@ def _add_identify(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("--options", help="estimator options as JSON, e.g. '{\"threshold\": 8}'")
     p.add_argument("--lowpass", type=float, help="zero-phase low-pass (Hz) on q, qd, tau within each recording")
     p.add_argument("--differentiate", action="store_true", help="qd, qdd from q by central differences")
-    p.add_argument("--deadband", type=float, help="velocity dead-band (rad/s or m/s) of the Coulomb terms")
+    p.add_argument("--deadband", type=_deadband, help="velocity dead-band (rad/s or m/s) of the Coulomb terms")
     p.add_argument("--name", default="identify", help="study name, used in the run folder's name")
     p.add_argument(
         "--out",
@@ -840,13 +895,24 @@ def _print_error(message: str) -> None:
         print(f"error: {line}", file=sys.stderr, flush=True)
 
 
+#: the fix an OSError's errno calls for, after its own words
+_OS_ERROR_FIXES = {
+    errno.ENOSPC: "; free some space or choose another output folder (--out)",
+    errno.EACCES: "; choose a folder you may write in (--out), or a file you may read",
+    errno.EPERM: "; choose a folder you may write in (--out), or a file you may read",
+    errno.EROFS: "; the file system is read-only: choose another output folder (--out)",
+    errno.ENOENT: "; check the path (its folder must exist)",
+}
+
+
 def _user_error_message(exc: BaseException) -> str | None:
     """The one-line message of an exception that is the user's input, not a bug; None for a bug."""
     if isinstance(exc, RobotIdError):
         return str(exc)
     if isinstance(exc, OSError):  # a path given by the user: missing, unreadable, unwritable, disk full
         where = f" '{exc.filename}'" if exc.filename else ""
-        return f"cannot access{where}: {exc.strerror or exc}"
+        fix = _OS_ERROR_FIXES.get(exc.errno, "")
+        return f"cannot access{where}: {exc.strerror or exc}{fix}"
     if isinstance(exc, MemoryError):
         return "ran out of memory; use a shorter duration, a lower rate or a smaller robot"
     return None

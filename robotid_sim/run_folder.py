@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -213,11 +214,40 @@ def existing_ancestor(path: Path) -> Path:
     return path
 
 
+def check_writable_folder(folder: str | Path, what: str) -> None:
+    """Refuse a folder that cannot be created, or written in, now; nothing is created.
+
+    The nearest existing folder at or above ``folder`` must be a folder that accepts a new file (tried with an
+    unnamed temporary file, removed at once), so that a read-only, virtual (``/proc``) or forbidden place is
+    named as such before any work starts, not later as a missing file or as "0 B free".
+
+    Raises:
+        ConfigError: naming ``what``, the folder, the place that refuses and the fix.
+    """
+    folder = Path(folder)
+    base = existing_ancestor(folder)
+    if not base.is_dir():
+        raise ConfigError(f"{what} '{folder}': '{base}' is a file, not a folder; choose another folder")
+    try:
+        with tempfile.TemporaryFile(dir=base):
+            pass
+    except OSError as exc:
+        head = f"{what}:" if base == folder.absolute() else f"{what} '{folder}' cannot be created:"
+        raise ConfigError(
+            f"{head} cannot write in folder '{base}' ({exc.strerror or exc}); choose a writable folder"
+        ) from None
+
+
 def output_root(out_dir: str | Path | None, default: Path = DEFAULT_RUNS_DIR) -> Path:
-    """The parent folder of run folders (``default`` when None); ConfigError if it is a file."""
+    """The parent folder of run folders (``default`` when None), checked by :func:`check_writable_folder`.
+
+    Raises:
+        ConfigError: it is a file, or it cannot be created or written in.
+    """
     root = Path(out_dir) if out_dir is not None else default
     if root.exists() and not root.is_dir():
         raise ConfigError(f"the output folder {root} exists and is not a folder")
+    check_writable_folder(root, "output folder")
     return root
 
 

@@ -215,7 +215,7 @@ CLI_CASES = [
     ("data_complex", [*IDENT, "--data", "complex.npz"], r"'q' .*must hold real numbers .* complex values"),
     ("data_boolean", [*IDENT, "--data", "boolean.npz"], r"'q' .*must hold real numbers .* boolean values"),
     ("model_out_exists", [*IDENT, "--data", "three_axis.npz", "--out", "taken.json"], r"'taken.json' already exists"),
-    ("model_out_suffix", [*IDENT, "--data", "three_axis.npz", "--out", "m.npz"], r"--out 'm.npz' has '.npz'"),
+    ("model_out_suffix", [*IDENT, "--data", "three_axis.npz", "--out", "m.txt"], r"--out 'm.txt' has '.txt'"),
     ("model_out_no_folder", [*IDENT, "--data", "three_axis.npz", "--out", "no/m.json"], r"folder 'no' does not exist"),
     # an option of the wrong length for the robot: refused before the simulation (Estimator.check_structure)
     ("estimator_option_length", ["run", "hopfield_c.yaml"], r"hopfield': option 'c' must be one positive number or 18"),

@@ -19,7 +19,7 @@ from robotid_sim.identification.models import (
     ResidualModel,
     StandardParameterModel,
 )
-from robotid_sim.identification.problem import IdentificationProblem
+from robotid_sim.identification.problem import IdentificationProblem, JointRows
 
 __all__ = [
     "BaseParameterModel",
@@ -31,6 +31,7 @@ __all__ = [
     "History",
     "IdentificationProblem",
     "IdentifiedModel",
+    "JointRows",
     "LagrangianFeatureModel",
     "LeastSquaresFit",
     "LinearParameterModel",

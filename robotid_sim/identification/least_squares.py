@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from robotid_sim.errors import DataError
+from robotid_sim.threads import one_blas_thread
 
 
 @dataclass(frozen=True)
@@ -254,9 +255,7 @@ class JointWeightedLeastSquares:
         else:  # disjoint parts in threads (the kernels and BLAS release the GIL), one BLAS thread each
             from concurrent.futures import ThreadPoolExecutor
 
-            from threadpoolctl import threadpool_limits
-
-            with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(parts) as pool:
+            with one_blas_thread(), ThreadPoolExecutor(parts) as pool:
                 sums = list(pool.map(self._accumulate, range(parts), [parts] * parts))
         sums = [part for part in sums if part is not None]
         if not sums:

@@ -250,16 +250,14 @@ class IdentifiedModel(Registrable, ABC):
     __hash__ = None  # type: ignore[assignment]
 
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
-        """Write ``path`` (JSON, ``.json`` added if missing) and the arrays beside it (``.npz``).
+        """Write the model's JSON and its arrays beside it (``.npz``), both named by :func:`model_files`
+        (``m``, ``m.json`` and ``m.npz`` all write ``m.json`` and ``m.npz``).
 
         Both files are written to temporary names first and renamed, so a crash never leaves a
         JSON that points at a missing or older array file. Refuses to overwrite either file
         unless ``overwrite``. Returns the JSON path.
         """
-        path = Path(path)
-        if path.suffix != ".json":
-            path = path.with_name(path.name + ".json")
-        npz = path.with_suffix(".npz")
+        path, npz = model_files(path)
         for target in (path, npz):
             if target.exists() and not overwrite:
                 raise DataError(f"{target} exists; refusing to overwrite it (pass overwrite=True or pick a new name)")
@@ -381,11 +379,22 @@ def model_from_state(data: dict, arrays: dict[str, np.ndarray], where: str = "mo
         raise ModelError(f"{where}: malformed '{kind}' model ({type(exc).__name__}: {exc})") from None
 
 
+def model_files(path: str | Path) -> tuple[Path, Path]:
+    """The (JSON, array file) pair of a model named ``path``: ``m.json``, ``m.npz`` or ``m`` all name
+    ``m.json`` and ``m.npz`` (the suffix in any case); any other suffix is kept and ``.json`` added
+    (``m.v2`` names ``m.v2.json`` and ``m.v2.npz``)."""
+    path = Path(path)
+    if path.suffix.lower() not in (".json", ".npz"):
+        path = path.with_name(path.name + ".json")
+    return path.with_suffix(".json"), path.with_suffix(".npz")
+
+
 def load_model(path: str | Path, robot=None) -> IdentifiedModel:
     """Load a model saved with :meth:`IdentifiedModel.save`.
 
     Args:
-        path: the model's JSON file; its ``.npz`` must lie beside it.
+        path: the model's JSON file (or its ``.npz``, or the name without suffix: :func:`model_files`);
+            its ``.npz`` must lie beside it.
         robot: optional robot (a :class:`~robotid_sim.robot.Robot`, a bundled name or a URDF
             path) the model will be used with; a robot whose structure differs from the one the
             model embeds is refused.
@@ -397,6 +406,8 @@ def load_model(path: str | Path, robot=None) -> IdentifiedModel:
         ModelError: the given robot differs from the model's (each difference named).
     """
     path = Path(path)
+    if path.suffix.lower() == ".npz" or (path.suffix == "" and not path.is_file()):
+        path = model_files(path)[0]
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:

@@ -18,6 +18,7 @@ from robotid_sim.excitation.base import Segment
 from robotid_sim.identification.least_squares import JointWeightedLeastSquares, RowBlock
 from robotid_sim.robot.model import Robot
 from robotid_sim.robot.structure import RobotStructure
+from robotid_sim.safety import memory_limit_bytes
 from robotid_sim.sim.logs import experiments
 
 #: condition number above which the excitation is called rank-deficient
@@ -26,6 +27,9 @@ RANK_DEFICIENT_CONDITION = 1e10
 CHUNK_BYTES = 8 * 2**20
 #: condition numbers the Gram matrix resolves; above, the excitation checks take a QR of the rows
 GRAM_CONDITION_LIMIT = 1e6
+#: stacked base regressors held at once where one is formed: the regressor, its rows in use, a column-scaled
+#: copy and the QR/SVD factors (as :data:`robotid_sim.scenario.budget.REGRESSOR_COPIES` counts them)
+STACKED_REGRESSOR_COPIES = 5
 
 
 #: the one experiment of a dataset whose metadata names none
@@ -87,20 +91,24 @@ def check_data_matches_robot(dataset, structure) -> None:
     )
 
 
-def validate_velocity_deadband(value, n_dof: int) -> np.ndarray | None:
+def validate_velocity_deadband(value, n_dof: int | None) -> np.ndarray | None:
     """The per-joint dead-band thresholds (n,) of ``velocity_deadband``, or None when it is None.
 
     Args:
         value: None, one number for every joint, or a sequence of ``n_dof`` numbers (rad/s for a
             revolute joint, m/s for a prismatic one), each finite and ≥ 0.
-        n_dof: the robot's joint count.
+        n_dof: the robot's joint count; None where it is not known yet (a scenario being read): the
+            numbers are checked, not the length, and one number comes back as (1,).
 
     Raises:
         ConfigError: naming ``velocity_deadband``, the value and what is allowed.
     """
     if value is None:
         return None
-    allowed = f"one number ≥ 0 for every joint or a list of {n_dof} (rad/s or m/s, one per joint)"
+    count = "them" if n_dof is None else f"{n_dof} of them"
+    allowed = (
+        f"one number ≥ 0 (rad/s, or m/s for a prismatic joint) for every joint, or a list of {count}, one per joint"
+    )
 
     def number(x) -> float:
         if isinstance(x, bool) or not isinstance(x, numbers.Real):
@@ -115,15 +123,40 @@ def validate_velocity_deadband(value, n_dof: int) -> np.ndarray | None:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return np.full(n_dof, number(value))
+        return np.full(1 if n_dof is None else n_dof, number(value))
     if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
         raise ConfigError(f"velocity_deadband must be {allowed}; got {value!r}")
     values = list(value)
-    if len(values) != n_dof:
+    if n_dof is not None and len(values) != n_dof:
         raise ConfigError(
             f"velocity_deadband has {len(values)} values but the robot has {n_dof} joints; give {allowed}"
         )
     return np.array([number(x) for x in values], dtype=float)
+
+
+@dataclass(frozen=True, eq=False)
+class JointRows:
+    """The rows in use of one joint: its equations ``torque[k] = regressor[k] @ beta`` (seed 001 Eq. 14, row j).
+
+    The per-joint view an estimator needs for anything computed joint by joint (a residual variance per
+    joint, a robust scale, a filter along time): with a velocity dead-band each joint keeps its own
+    samples, so the stacked rows are not N whole samples and ``reshape(-1, n)`` of them mixes joints.
+
+    Attributes:
+        joint: the joint (0-based).
+        name: its name.
+        samples: (m_j,) sample index of each row (ascending; m_j = N less the dead-band's rows of this joint).
+        rows: (m_j,) position of each row among the stacked rows in use (:meth:`IdentificationProblem.base_regressor`).
+        regressor: (m_j, b) base regressor rows.
+        torque: (m_j,) measured torque of joint j at ``samples``.
+    """
+
+    joint: int
+    name: str
+    samples: np.ndarray
+    rows: np.ndarray
+    regressor: np.ndarray
+    torque: np.ndarray
 
 
 @dataclass(eq=False)
@@ -146,7 +179,8 @@ class IdentificationProblem:
     the rows in use: :meth:`row_joint`, :meth:`row_sample`, :meth:`row_experiment`,
     :meth:`row_index` (position in the full N·n stacking). :meth:`row_weights` is the 0/1 weight
     of every one of the N·n rows. Do not ``reshape(-1, n)`` the stacked arrays: with a
-    dead-band they are not N whole samples; group by :meth:`row_joint` instead.
+    dead-band they are not N whole samples; take :meth:`joint_rows` (each joint's rows, regressor
+    and torque) or group by :meth:`row_joint` instead.
     ``base_regressor(stacked=False)`` (N, n, b) keeps the layout and sets the rows out of use to
     zero (a least-squares solve on it with any torque gives the same estimate), and
     ``all_rows=True`` gives every row, the dead-band not applied. Without a dead-band every
@@ -278,6 +312,24 @@ class IdentificationProblem:
         starts = np.array([sl.start for _, sl in self._experiments])
         return np.searchsorted(starts, self.row_sample(), side="right") - 1
 
+    def joint_rows(self) -> list[JointRows]:
+        """Per joint, its rows in use (:class:`JointRows`): the per-joint view of :meth:`base_regressor` and
+        :meth:`torque_vector`, for estimators; never ``reshape(-1, n)`` the stacked rows instead.
+
+        Forms the stacked base regressor, as :meth:`base_regressor` does (an estimator using it does not
+        stream the regressor).
+
+        Raises:
+            IdentificationError: as :meth:`base_regressor`.
+        """
+        W, y, joint = self.base_regressor(), self.torque_vector(), self.row_joint()
+        sample = self.row_sample()
+        views = []
+        for j, name in enumerate(self.structure.joint_names):
+            rows = np.flatnonzero(joint == j)
+            views.append(JointRows(j, name, sample[rows], rows, W[rows], y[rows]))
+        return views
+
     @property
     def deadband_rows_removed(self) -> list[int]:
         """Per joint, how many of its N rows the velocity dead-band removed (zeros without one)."""
@@ -347,8 +399,10 @@ class IdentificationProblem:
 
         Raises:
             IdentificationError: the velocity dead-band leaves the rows in use rank-deficient
-                while the data without it is not (checked once, when the dead-band removed rows).
+                while the data without it is not (checked once, when the dead-band removed rows), or
+                the stacked regressor would not fit in memory (:meth:`check_stacked_memory`).
         """
+        self.check_stacked_memory("the stacked base regressor (problem.base_regressor())")
         Y = self._base_regressor
         if all_rows or self._keep is None:
             return Y.reshape(-1, Y.shape[-1]) if stacked else Y
@@ -359,6 +413,29 @@ class IdentificationProblem:
         """Measured torque stacked like :meth:`base_regressor`: (m,) rows in use, or (N·n,) with ``all_rows``."""
         tau = np.asarray(self.dataset.tau, float).reshape(-1)
         return tau if all_rows or self._keep is None else tau[self._keep]
+
+    def check_stacked_memory(self, what: str) -> None:
+        """Refuse to stack the base regressor (N·n, b) where it would not fit in this machine's memory.
+
+        The budget of :mod:`robotid_sim.scenario.budget` counts no stacked regressor for estimators that stream
+        it; the excitation check's QR (where the Gram matrix cannot decide) and the dense fallback of an
+        ill-conditioned solve stack it all the same, so each asks here first, with
+        :data:`STACKED_REGRESSOR_COPIES` copies against the machine's RAM (twice
+        :func:`robotid_sim.safety.memory_limit_bytes`, the limit of ``simulation.allow_large``).
+
+        Raises:
+            IdentificationError: naming ``what``, the estimate, its sizes, the limit and the fix.
+        """
+        b = self.base.count
+        needed = float(self.n_samples) * self.n_dof * b * 8 * STACKED_REGRESSOR_COPIES
+        limit = 2 * memory_limit_bytes()
+        if needed > limit:
+            raise IdentificationError(
+                f"{what} would need about {needed / 1e9:.3g} GB ({self.n_samples:,} samples × {self.n_dof} joints × "
+                f"{b} base parameters × 8 bytes × {STACKED_REGRESSOR_COPIES} working copies), more than this "
+                f"machine's {limit / 1e9:.3g} GB of RAM; identify on fewer samples (trim or decimate the recording, "
+                "or record at a lower rate)"
+            )
 
     # ------------------------------------------------------------------ excitation checks
     def check_excitation(self) -> float:
@@ -408,13 +485,17 @@ class IdentificationProblem:
     @cached_property
     def _kept_rank_test(self):
         gram = _gram_rank_test(self.least_squares().gram_matrix())
-        return gram if gram is not None else self._rank_test(self._kept_regressor)
+        if gram is not None:
+            return gram
+        self.check_stacked_memory("the excitation check (a QR of the stacked rows: the Gram matrix cannot decide)")
+        return self._rank_test(self._kept_regressor)
 
     @cached_property
     def _deadband_rank_checked(self) -> bool:
         dead, cond, v, _ = self._kept_rank_test
         if not dead.size and cond <= RANK_DEFICIENT_CONDITION:
             return True
+        self.check_stacked_memory("the velocity dead-band's rank check (a QR of every row)")
         full_dead, full_cond, _, _ = self._rank_test(self.base_regressor(all_rows=True))
         if full_dead.size or full_cond > RANK_DEFICIENT_CONDITION:
             return True  # the excitation itself is deficient: check_excitation's business
@@ -543,4 +624,5 @@ class _ProblemRows:
         return self.problem.predict_rows(beta)
 
     def matrix(self) -> np.ndarray:
+        self.problem.check_stacked_memory("the dense QR fallback of an ill-conditioned least-squares solve")
         return self.problem.base_regressor()

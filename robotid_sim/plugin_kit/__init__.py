@@ -19,6 +19,7 @@ tests and ``ruff check`` / ``ruff format --check`` as written.
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import os
 import re
@@ -30,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.run_folder import check_writable_folder
 
 #: the kinds of plugin ``plugin new`` can write, and the registry each one's name goes into
 PLUGIN_KINDS: dict[str, str] = {
@@ -40,6 +42,9 @@ PLUGIN_KINDS: dict[str, str] = {
 }
 #: a plugin name: lower-case letters, digits and '_', starting with a letter (it names the module too)
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,29}")
+#: names a configuration file cannot give as a plugin name: ``default`` means the robot's own excitation
+#: (``excitation: default``, ``--reference default``), and YAML reads the others unquoted as null or booleans
+RESERVED_NAMES = frozenset({"default", "null", "true", "false", "yes", "no", "on", "off"})
 #: prefix of the generated module (``robotid_sim_<name>``) and distribution (``robotid-sim-<name>``)
 PACKAGE_PREFIX = "robotid_sim_"
 
@@ -84,17 +89,40 @@ def plugin_names(name: str, kind: str = "estimator") -> PluginNames:
     """
     if kind not in PLUGIN_KINDS:
         raise ConfigError(f"unknown plugin kind '{kind}'; choose one of {', '.join(PLUGIN_KINDS)}")
-    if not NAME_PATTERN.fullmatch(name) or keyword.iskeyword(name):
-        suggestion = re.sub(r"[^a-z0-9_]+", "_", name.strip().lower()).strip("_")
-        suggestion = re.sub(r"^[0-9_]+", "", suggestion)[:30]
-        hint = f" (e.g. '{suggestion}')" if suggestion and NAME_PATTERN.fullmatch(suggestion) else ""
-        why = "a Python keyword" if keyword.iskeyword(name) else "not a valid plugin name"
+    if not NAME_PATTERN.fullmatch(name) or keyword.iskeyword(name) or name in RESERVED_NAMES:
+        if keyword.iskeyword(name):
+            why = "a Python keyword"
+        elif name in RESERVED_NAMES:
+            why = "a word the configuration files give a meaning of their own"
+        else:
+            why = "not a valid plugin name"
+        hint = f" (e.g. '{suggested_name(name)}')" if suggested_name(name) else ""
         raise ConfigError(
-            f"'{name}' is {why}: use 1 to 30 lower-case letters, digits and '_', starting with a letter{hint}; "
-            "it becomes the registered name, the entry-point name and the module robotid_sim_<name>"
+            f"'{name}' is {why}: use 1 to 30 lower-case letters, digits and '_', starting with a letter{hint}, "
+            "not a Python keyword; it becomes the registered name, the entry-point name and the module "
+            "robotid_sim_<name>"
         )
     class_name = "".join(part.capitalize() for part in name.split("_") if part) + _SUFFIX[kind]
     return PluginNames(name, PACKAGE_PREFIX + name, (PACKAGE_PREFIX + name).replace("_", "-"), class_name)
+
+
+def suggested_name(name: str, taken=lambda candidate: False) -> str | None:
+    """A valid plugin name close to ``name``: lower case, other characters as '_', a keyword, a reserved word or a
+    ``taken`` one prefixed with ``my_`` (then numbered); None when nothing of ``name`` is usable."""
+    base = re.sub(r"[^a-z0-9_]+", "_", name.strip().lower()).strip("_")
+    base = re.sub(r"^[0-9_]+", "", base)[:30]
+    if not base:
+        return None
+    candidates = [base, f"my_{base}"[:30], *(f"my_{base}"[:28] + f"_{k}" for k in range(2, 10))]
+    for candidate in candidates:
+        if (
+            NAME_PATTERN.fullmatch(candidate)
+            and not keyword.iskeyword(candidate)
+            and candidate not in RESERVED_NAMES
+            and not taken(candidate)
+        ):
+            return candidate
+    return None
 
 
 def _name_taken(name: str, kind: str) -> str | None:
@@ -102,14 +130,17 @@ def _name_taken(name: str, kind: str) -> str | None:
     from robotid_sim import plugins
 
     registry = getattr(plugins, PLUGIN_KINDS[kind])()
+    installed = {info.name for info in plugins.list_plugins()}
+    suggestion = suggested_name(name, lambda candidate: candidate in registry or candidate in installed)
+    hint = f" (e.g. '{suggestion}')" if suggestion else ""
     if name in registry:
         article = "an" if kind[0] in "aeiou" else "a"
         return (
             f"{article} {kind} named '{name}' is already registered (by an installed or built-in plugin) and the "
-            "first registration wins; choose another name"
+            f"first registration wins; choose another name{hint}"
         )
-    if any(info.name == name for info in plugins.list_plugins()):
-        return f"a plugin named '{name}' is already installed; choose another name"
+    if name in installed:
+        return f"a plugin named '{name}' is already installed; choose another name{hint}"
     return None
 
 
@@ -178,8 +209,22 @@ def new_plugin(name: str, kind: str = "estimator", out: str | os.PathLike = ".",
         taken = _name_taken(name, kind)
         if taken:
             raise ConfigError(taken)
+    check_writable_folder(parent, "--out folder")
+    created = [folder for folder in (parent, *parent.parents) if not folder.exists()]  # innermost first
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{names.distribution}.", dir=parent))
+    try:
+        _write_package(files, parent, target)
+    except BaseException:
+        for folder in created:  # nothing is left behind: the folders made for it go too, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    return target
+
+
+def _write_package(files: dict[str, str], parent: Path, target: Path) -> None:
+    """``files`` written in a staging folder under ``parent``, renamed to ``target``; removed on failure."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
     try:
         for relative, text in files.items():
             path = staging / relative
@@ -192,7 +237,6 @@ def new_plugin(name: str, kind: str = "estimator", out: str | os.PathLike = ".",
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
 
 
 def _umask() -> int:

@@ -23,7 +23,7 @@ import numpy as np
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.excitation import excitation_from_config
 from robotid_sim.identification import StandardParameterModel
-from robotid_sim.identification.problem import check_data_matches_robot
+from robotid_sim.identification.problem import check_data_matches_robot, validate_velocity_deadband
 from robotid_sim.plugins import get_estimator
 from robotid_sim.progress import Progress, relabel
 from robotid_sim.robot import load_robot
@@ -244,6 +244,7 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     )
     estimators = [(e, get_estimator(e.name).from_options(**e.options)) for e in sc.estimators]
     structure = _model_structure(robot, sc.identification.friction_model)
+    validate_velocity_deadband(sc.identification.velocity_deadband, robot.n_dof)  # its length, before simulating
     for _, estimator in estimators:
         estimator.check_structure(structure)
     base = structure.base_parameters()

@@ -139,6 +139,15 @@ class IdentificationConfig(_Strict):
         "robot's friction parameters (coulomb_viscous and nonlinear both have fc, fv, S)",
     )
 
+    @field_validator("velocity_deadband", mode="before")
+    @classmethod
+    def _deadband_numbers(cls, value):
+        # one readable message for NaN, negative or non-numbers (the length is checked against the robot later)
+        from robotid_sim.identification.problem import validate_velocity_deadband
+
+        validate_velocity_deadband(value, None)
+        return value
+
 
 class EstimatorEntry(_Strict):
     """One estimator of the study."""
