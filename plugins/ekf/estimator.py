@@ -12,6 +12,7 @@ from robotid_sim_plugins.ekf.process import SIGNALS, EulerProcessModel
 from robotid_sim.errors import ConfigError
 from robotid_sim.identification import BaseParameterModel, Estimator, EstimatorOptions
 from robotid_sim.identification.online import stream_history
+from robotid_sim.threads import one_blas_thread
 
 #: what each preset sets (an option given explicitly overrides it)
 PRESETS: dict[str, dict] = {
@@ -200,10 +201,9 @@ class EKFEstimator(Estimator):
 
     def _fit(self, problem) -> BaseParameterModel:
         from robotid_sim_plugins.ekf.filter import run_filter  # filterpy and scipy: on first use
-        from threadpoolctl import threadpool_limits
 
         cond = problem.check_excitation() if self.check_excitation else None
-        with threadpool_limits(limits=1, user_api="blas"):  # (2n + b)-sized products: BLAS threads only add overhead
+        with one_blas_thread():  # (2n + b)-sized products: BLAS threads only add overhead
             ds = problem.dataset
             signals = {k: np.asarray(getattr(ds, k), float) for k in (*SIGNALS, "tau")}
             t, dt = np.asarray(ds.t, float), float(ds.dt)

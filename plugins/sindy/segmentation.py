@@ -25,6 +25,7 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.excitation.base import STEPWISE_LABELS, STEPWISE_TRANSITION, Segment
+from robotid_sim.threads import one_blas_thread
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +228,7 @@ def segment_by_rai(
     distinct = np.unique(np.round(X, 12), axis=0).shape[0]
     fits = []
     # one thread: on 2-D points OpenMP workers only add overhead (20x slower on a busy 2-core machine)
-    with threadpool_limits(limits=1), warnings.catch_warnings():
+    with one_blas_thread(), threadpool_limits(limits=1, user_api="openmp"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct points than clusters
         for k in range(1, min(int(k_max), distinct) + 1):
             fits.append(KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(X))

@@ -76,8 +76,8 @@ def run_scenario(
             created or lacks the space for the data.
         SystemExit: status 143 on SIGTERM, after the partial folder is removed.
     """
+    root = output_root(out_dir)  # checked first: creates nothing, and refuses in a moment
     plan = prepare_scenario(scenario)
-    root = output_root(out_dir)
     try:
         free = shutil.disk_usage(existing_ancestor(root)).free
     except OSError:
