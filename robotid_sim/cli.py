@@ -743,11 +743,20 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.sweep is None and args.resume is None:
         _print_error("give a sweep file or a bundled sweep name (small, birdy), or --resume RUN_DIR")
         return EXIT_USER_ERROR
+    from robotid_sim.sweep.runner import SweepInterrupted
+
     try:
         outcome = _run_sweep(args)
     except (RobotIdError, OSError) as exc:
         _print_error(_user_error_message(exc) or str(exc))
         return EXIT_USER_ERROR
+    except SweepInterrupted as stop:
+        import signal
+
+        for signum in (signal.SIGINT, signal.SIGTERM):  # the command is ending: a late Ctrl-C cannot cut it short
+            signal.signal(signum, signal.SIG_IGN)
+        print(str(stop), file=sys.stderr, flush=True)
+        return stop.status
     table = outcome.tables.get("results_parquet", outcome.tables["results"])
     print(
         f"sweep folder: {outcome.run_dir}\n"
