@@ -181,11 +181,13 @@ def check_executor(executor: str, workers: int | None = None, address: str | Non
 def _run_local(work, cells: Sequence[Cell], workers: int) -> Iterator[tuple[Cell, Outcome]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import resource_tracker
 
     context = multiprocessing.get_context("spawn")
     others = set(multiprocessing.active_children())  # the caller's own child processes, left alone
     pool = None
     try:
+        resource_tracker.ensure_running()  # now: starting it later would unblock SIGINT in this thread
         # the processes are spawned while tasks are submitted: with one thread per pool, without SIGINT
         with _single_thread_environment(), _sigint_blocked():
             pool = ProcessPoolExecutor(
