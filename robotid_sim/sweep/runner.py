@@ -138,17 +138,17 @@ def check_grid_size(config: SweepConfig, run_dir: Path) -> None:
     if tasks > MAX_TASKS and not allow_large:
         problems.append(f"more than the {MAX_TASKS:,} tasks a sweep may have")
     if memory > memory_limit:
-        problems.append(f"about {format_bytes(memory)} of memory (limit {format_bytes(memory_limit)})")
+        problems.append(f"more memory than the limit of {format_bytes(memory_limit)}")
     if disk > free:
-        where = run_dir.parent
-        problems.append(f"about {format_bytes(disk)} of result files ({format_bytes(free)} free under {where})")
+        problems.append(f"more than the {format_bytes(free)} free under {run_dir.parent}")
     if not problems:
         return
     hint = "lower repetitions, or split the grid into several sweeps"
     if tasks > MAX_TASKS and not allow_large and memory <= memory_limit * 2 and disk <= free:
         hint += ", or set simulation.allow_large: true to run it anyway"
     raise ConfigError(
-        f"sweep '{config.name}' has {tasks:,} tasks ({_grid_text(config)}): {' and '.join(problems)}; {hint}"
+        f"sweep '{config.name}' has {tasks:,} tasks ({_grid_text(config)}), about {format_bytes(memory)} of "
+        f"memory and {format_bytes(disk)} of result files: {' and '.join(problems)}; {hint}"
     )
 
 
