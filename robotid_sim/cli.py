@@ -722,7 +722,8 @@ def add_sweep_parser(subparsers, parents: Sequence[argparse.ArgumentParser] = ()
         description=(
             "Run a sweep file (or a bundled sweep: small, birdy) into <out>/<output>; running it again, or with "
             "--resume RUN_DIR, runs only the tasks not yet done. Writes results.parquet/.csv, summary.csv, "
-            "crb.csv, box plots and report.md/.html."
+            "crb.csv, box plots and report.md/.html. Ctrl-C or SIGTERM stops it, keeping every finished task, and "
+            "prints the --resume command that finishes it."
         ),
     )
     p.add_argument("sweep", nargs="?", help="sweep YAML file or bundled sweep name (omit with --resume)")
