@@ -230,24 +230,34 @@ def run_sweep_tasks(
     check_sweep(config, base)
     cells = build_cells(config, base)
     created = _outermost_missing(run_dir)
-    store.open_run_dir(run_dir)
+    counts = _RunCounts(total=sum(len(c["estimators"]) for c in cells))
+    with stop_signals() as received:
+        try:
+            store.open_run_dir(run_dir)
+            store.write_sweep_file(run_dir, _recorded(config, base, run_dir))
+            done = {e["task_id"] for c in cells for e in c["estimators"] if store.load_result(run_dir, e["task_id"])}
+            pending = _pending(cells, done, max_tasks)
+            counts.reused, counts.to_run = len(done), sum(len(c["estimators"]) for c in pending)
+            log.info("sweep %s: %d tasks, %d done before, %d to run now", config.name, *counts.summary())
+            start = time.perf_counter()
+            _run_pending(run_dir, pending, counts, (executor, workers, address), progress)
+            seconds = time.perf_counter() - start
+            return _finish(run_dir, config, cells, (len(done), counts.ran, seconds, executor), write_report)
+        except RobotIdError:
+            if created is not None and not _has_results(run_dir):
+                shutil.rmtree(created, ignore_errors=True)  # a refusal leaves nothing behind
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            if not received:
+                raise
+            raise SweepInterrupted(run_dir, received[0], counts.reused + counts.ran, counts.total) from None
+
+
+def _has_results(run_dir: Path) -> bool:
     try:
-        store.write_sweep_file(run_dir, _recorded(config, base, run_dir))
-        done = {e["task_id"] for c in cells for e in c["estimators"] if store.load_result(run_dir, e["task_id"])}
-        pending = _pending(cells, done, max_tasks)
-        counts = _RunCounts(total=sum(len(c["estimators"]) for c in cells), reused=len(done))
-        counts.to_run = sum(len(c["estimators"]) for c in pending)
-        log.info(
-            "sweep %s: %d tasks, %d done before, %d to run now", config.name, counts.total, len(done), counts.to_run
-        )
-        start = time.perf_counter()
-        _run_pending(run_dir, pending, counts, (executor, workers, address), progress)
-    except RobotIdError:
-        if created is not None and not any((run_dir / store.RESULTS_DIR).iterdir()):
-            shutil.rmtree(created, ignore_errors=True)  # a refusal leaves nothing behind
-        raise
-    seconds = time.perf_counter() - start
-    return _finish(run_dir, config, cells, (len(done), counts.ran, seconds, executor), write_report)
+        return any((run_dir / store.RESULTS_DIR).iterdir())
+    except OSError:
+        return False
 
 
 def _outermost_missing(folder: Path) -> Path | None:
@@ -262,10 +272,15 @@ def _outermost_missing(folder: Path) -> Path | None:
 
 @dataclasses.dataclass
 class _RunCounts:
+    """Tasks of the grid, done before this call, to run now, and run (saved) so far."""
+
     total: int
-    reused: int
+    reused: int = 0
     to_run: int = 0
     ran: int = 0
+
+    def summary(self) -> tuple[int, int, int]:
+        return self.total, self.reused, self.to_run
 
 
 def _pending(cells: list[dict[str, Any]], done: set[str], max_tasks: int | None) -> list[dict[str, Any]]:
@@ -281,33 +296,27 @@ def _pending(cells: list[dict[str, Any]], done: set[str], max_tasks: int | None)
 
 
 def _run_pending(run_dir: Path, pending, counts: _RunCounts, executor_args: tuple, progress) -> None:
-    """Run the pending cells, saving each record as its cell comes back; a Ctrl-C or SIGTERM stops the workers
-    and raises :class:`SweepInterrupted`."""
+    """Run the pending cells, saving each record as its cell comes back (``counts.ran``); an exception (a
+    Ctrl-C or SIGTERM made one by :func:`stop_signals`) stops the workers on its way out."""
     from robotid_sim.sweep.executors import run_cells
 
     report = progress or (lambda *_: None)
-    with stop_signals() as received:
-        try:
-            report("sweep", 0, counts.to_run)
-            if not pending:
-                return
-            with contextlib.closing(run_cells(run_cell, pending, *executor_args)) as outcomes:
-                for cell, outcome in outcomes:
-                    if isinstance(outcome, BaseException):
-                        log.warning(
-                            "sweep cell %s/%s/%s seed %d was lost (%s: %s); it runs again on the next start",
-                            cell["robot"], cell["excitation_label"], cell["noise_label"], cell["seed"],
-                            type(outcome).__name__, outcome,
-                        )  # fmt: skip
-                        continue
-                    for record in outcome:
-                        store.save_result(run_dir, record)
-                    counts.ran += len(outcome)
-                    report("sweep", counts.ran, counts.to_run)
-        except (KeyboardInterrupt, SystemExit):
-            if not received:
-                raise
-            raise SweepInterrupted(run_dir, received[0], counts.reused + counts.ran, counts.total) from None
+    report("sweep", 0, counts.to_run)
+    if not pending:
+        return
+    with contextlib.closing(run_cells(run_cell, pending, *executor_args)) as outcomes:
+        for cell, outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                log.warning(
+                    "sweep cell %s/%s/%s seed %d was lost (%s: %s); it runs again on the next start",
+                    cell["robot"], cell["excitation_label"], cell["noise_label"], cell["seed"],
+                    type(outcome).__name__, outcome,
+                )  # fmt: skip
+                continue
+            for record in outcome:
+                store.save_result(run_dir, record)
+            counts.ran += len(outcome)
+            report("sweep", counts.ran, counts.to_run)
 
 
 class SweepInterrupted(KeyboardInterrupt):
