@@ -744,7 +744,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.sweep is None and args.resume is None:
         _print_error("give a sweep file or a bundled sweep name (small, birdy), or --resume RUN_DIR")
         return EXIT_USER_ERROR
-    from robotid_sim.sweep.runner import SweepInterrupted
+    from robotid_sim.sweep import SweepInterrupted
 
     try:
         outcome = _run_sweep(args)
