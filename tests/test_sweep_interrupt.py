@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from robotid_sim.studies import run_sweep
+from robotid_sim.sweep import run_sweep_tasks
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree in /proc")
 
@@ -119,5 +119,5 @@ def test_a_stopped_sweep_exits_at_once_leaving_no_process_and_resume_finishes_it
     assert not list(tmp_path.rglob("dask-scratch-space"))
     if signals[0] == signal.SIGTERM:  # resumed once: the other cases stop the same way
         monkeypatch.chdir(tmp_path)  # the folder as the message gives it
-        outcome = run_sweep(None, resume="runs/sweeps/stop", workers=1)
+        outcome = run_sweep_tasks(None, resume="runs/sweeps/stop", workers=1)
         assert (outcome.tasks, outcome.missing, outcome.failed) == (2, 0, 0)
