@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli
 
 from robotid_sim import cli
 from robotid_sim.sweep import run_sweep_tasks
+from robotid_sim.sweep.executors import run_cells
 from robotid_sim.sweep.store import RESULTS_DIR, SWEEP_FILE, write_sweep_file
 
 HAS_DASK = importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None
@@ -151,9 +152,11 @@ def test_an_absurd_grid_is_refused_at_once_with_its_estimate(
 
 
 @pytest.mark.skipif(not HAS_DASK, reason="needs dask[distributed]")
-def test_the_dask_executor_is_quiet_and_leaves_no_scratch_folder(tmp_path):
-    _write(tmp_path, "tiny.yaml", SWEEP)
-    done = run_cli(["sweep", "tiny.yaml", "--executor", "dask", "--workers", "1", "--no-progress"], tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""  # no INFO distributed... lines, no leaked-semaphore warnings
-    assert not list(tmp_path.rglob("dask-scratch-space"))
+def test_the_dask_executor_is_quiet_and_leaves_no_scratch_folder(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the cluster's scratch folder goes
+    monkeypatch.chdir(tmp_path)
+    outcomes = list(run_cells(len, [{}], executor="dask", workers=1))  # a trivial task: the cluster is the test
+    assert [outcome for _, outcome in outcomes] == [0]
+    out, err = capfd.readouterr()
+    assert "INFO" not in out + err and "leaked" not in err and "Port" not in err
+    assert list(tmp_path.iterdir()) == []  # no dask-scratch-space, no temporary folder

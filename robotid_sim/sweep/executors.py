@@ -237,6 +237,10 @@ def _run_dask(work, cells: Sequence[Cell], workers: int | None, address: str | N
         if address is None:
             scratch = tempfile.mkdtemp(prefix="robotid-sim-dask-")
             stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+            import dask
+
+            # every scratch folder of the cluster (scheduler's and workers') in it, removed on the way out
+            stack.enter_context(dask.config.set({"temporary-directory": scratch}))
             with _single_thread_environment(), _starting_cluster():
                 cluster = stack.enter_context(
                     distributed.LocalCluster(
@@ -246,7 +250,6 @@ def _run_dask(work, cells: Sequence[Cell], workers: int | None, address: str | N
                         dashboard_address=None,
                         # its HTTP server (health checks) on a free local port, not 8787 with a warning when taken
                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                        local_directory=scratch,
                         silence_logs=_dask_log_level(),
                     )
                 )
