@@ -405,8 +405,9 @@ def _locate(sweep, out_dir, resume, base_dir) -> tuple[Path, SweepConfig, Path]:
 
 
 def _grid(config: SweepConfig) -> dict[str, Any]:
-    """What makes a sweep the same grid (not its description, nor where its robot files were found)."""
-    return config.model_dump(mode="json", exclude={"description", "robot_folder"})
+    """What makes a sweep the same grid (not its description, its folder's name, nor where its robot files were
+    found)."""
+    return config.model_dump(mode="json", exclude={"description", "output", "robot_folder"})
 
 
 def _check_same_sweep(config: SweepConfig, run_dir: Path, resuming: bool) -> None:
