@@ -16,8 +16,8 @@ only the standard library, so a worker process that unpickles it loads nothing e
 :func:`start_worker` has run.
 
 Stopping: a Ctrl-C reaches every process of the terminal's process group, but only the main process acts on it.
-Worker processes are spawned with SIGINT blocked and then ignore it (:func:`start_worker`), so they never print
-a traceback or hang half-interrupted; when the caller stops (an exception, Ctrl-C or SIGTERM turned into one, or
+Worker processes are spawned with SIGINT blocked (local ones then ignore it, :func:`start_worker`), so they never
+print a traceback or hang half-interrupted; when the caller stops (an exception, Ctrl-C or SIGTERM turned into one, or
 closing the generator) the local workers are terminated at once, and a Dask cluster started here is closed with
 its scratch folder (a temporary folder, never ``dask-scratch-space`` in the working folder). A local worker
 also dies with the main process if that is killed outright (Linux ``PR_SET_PDEATHSIG``). Dask's own log lines
@@ -88,10 +88,14 @@ def start_worker(parent_pid: int | None = None) -> None:
 @contextlib.contextmanager
 def _sigint_blocked() -> Iterator[None]:
     """Within: SIGINT blocked in this thread, so the processes (and threads) started meanwhile start with it
-    blocked; a Ctrl-C that came meanwhile is delivered on exit."""
+    blocked; a Ctrl-C that came meanwhile is delivered on exit. multiprocessing's resource tracker is started
+    first: starting it unblocks SIGINT in the thread that does."""
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         yield
         return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
@@ -181,13 +185,11 @@ def check_executor(executor: str, workers: int | None = None, address: str | Non
 def _run_local(work, cells: Sequence[Cell], workers: int) -> Iterator[tuple[Cell, Outcome]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import resource_tracker
 
     context = multiprocessing.get_context("spawn")
     others = set(multiprocessing.active_children())  # the caller's own child processes, left alone
     pool = None
     try:
-        resource_tracker.ensure_running()  # now: starting it later would unblock SIGINT in this thread
         # the processes are spawned while tasks are submitted: with one thread per pool, without SIGINT
         with _single_thread_environment(), _sigint_blocked():
             pool = ProcessPoolExecutor(
@@ -233,34 +235,7 @@ def import_dask():
 def _run_dask(work, cells: Sequence[Cell], workers: int | None, address: str | None) -> Iterator[tuple[Cell, Outcome]]:
     distributed = import_dask()
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_quiet_dask())
-        if address is None:
-            scratch = tempfile.mkdtemp(prefix="robotid-sim-dask-")
-            stack.callback(shutil.rmtree, scratch, ignore_errors=True)
-            import dask
-
-            # every scratch folder of the cluster (scheduler's and workers') in it, removed on the way out
-            stack.enter_context(dask.config.set({"temporary-directory": scratch}))
-            with _single_thread_environment(), _starting_cluster():
-                cluster = stack.enter_context(
-                    distributed.LocalCluster(
-                        n_workers=workers or min(default_workers(), len(cells)),
-                        threads_per_worker=1,
-                        processes=True,
-                        dashboard_address=None,
-                        # its HTTP server (health checks) on a free local port, not 8787 with a warning when taken
-                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                        silence_logs=_dask_log_level(),
-                    )
-                )
-            client = stack.enter_context(distributed.Client(cluster))
-        else:
-            try:
-                client = stack.enter_context(distributed.Client(address, timeout="20s"))
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot reach the Dask scheduler at {address!r}: {exc}; start it, or check the address"
-                ) from None
+        client = _dask_client(distributed, stack, workers or min(default_workers(), len(cells)), address)
         client.run(limit_threads)
         futures = client.map(work, list(cells), pure=False)
         by_key = {f.key: cell for f, cell in zip(futures, cells, strict=True)}
@@ -273,28 +248,60 @@ def _run_dask(work, cells: Sequence[Cell], workers: int | None, address: str | N
             future.release()
 
 
+def _dask_client(distributed, stack: contextlib.ExitStack, workers: int, address: str | None):
+    """A Dask client on a local cluster of ``workers`` processes, or on the scheduler at ``address``; the
+    cluster, its scratch folder and the client are closed by ``stack``."""
+    stack.enter_context(_quiet_dask())
+    if address is not None:
+        try:
+            return stack.enter_context(distributed.Client(address, timeout="20s"))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot reach the Dask scheduler at {address!r}: {exc}; start it, or check the address"
+            ) from None
+    import dask
+
+    scratch = tempfile.mkdtemp(prefix="robotid-sim-dask-")
+    stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+    # every scratch folder of the cluster (scheduler's and workers') in it, removed on the way out
+    stack.enter_context(dask.config.set({"temporary-directory": scratch}))
+    with _single_thread_environment(), _starting_cluster():
+        cluster = stack.enter_context(
+            distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                # its HTTP server (health checks) on a free local port, not 8787 with a warning when taken
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                silence_logs=_dask_log_level(),
+            )
+        )
+    return stack.enter_context(distributed.Client(cluster))
+
+
 @contextlib.contextmanager
 def _starting_cluster() -> Iterator[None]:
-    """Within (main thread only): SIGINT ignored, so that the Dask worker processes started meanwhile ignore it
-    too (an ignored signal stays ignored across ``exec``; Dask starts them from its own threads, which a
-    blocked mask would not reach), and SIGTERM held and delivered on exit, once the cluster is whole and will
-    be closed. A Ctrl-C while the cluster starts is lost; one after it stops the sweep."""
+    """Within (main thread only): SIGINT blocked (:func:`_sigint_blocked`: the Dask threads and worker processes
+    started meanwhile keep it blocked), and a SIGINT or SIGTERM that comes meanwhile held and delivered on exit,
+    once the cluster is whole and will be closed (a native thread of this process may still receive a signal:
+    the Python handlers hold it)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     held: list[int] = []
-    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    previous_term = signal.getsignal(signal.SIGTERM)
-    if callable(previous_term):
-        signal.signal(signal.SIGTERM, lambda signum, frame: held.append(signum))
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: handler for s, handler in previous.items() if callable(handler)}
+    for signum in previous:
+        signal.signal(signum, lambda signum, frame: held.append(signum))
     try:
-        yield
+        with _sigint_blocked():
+            yield
     finally:
-        signal.signal(signal.SIGINT, previous_int)
-        if callable(previous_term):
-            signal.signal(signal.SIGTERM, previous_term)
-            if held:
-                previous_term(signal.SIGTERM, None)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            previous[held[0]](held[0], None)
 
 
 def _dask_log_level() -> int:
