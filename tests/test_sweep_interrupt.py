@@ -1,9 +1,11 @@
 """A sweep stopped by one or two Ctrl-C or by SIGTERM (issue 27, defect 1): it exits within 5 s naming the
 ``--resume`` command, leaves no process behind (its workers and multiprocessing's resource tracker, found by
-PID in ``/proc``), no ``dask-scratch-space``, and ``--resume`` finishes the grid."""
+PID in ``/proc``), no Dask scratch folder (in the working or the temporary folder), and ``--resume`` finishes
+the grid."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -31,6 +33,9 @@ SWEEP = {
 }
 #: the issue's limit for a stopped sweep to exit
 EXIT_WITHIN_S = 5.0
+#: the same with Dask: a signal while its local cluster starts is held until the cluster is whole (seconds on a
+#: loaded machine; the stop itself then takes about one), so that the cluster is closed, not left to exit
+DASK_EXIT_WITHIN_S = 20.0
 
 
 def _processes() -> dict[int, tuple[int, int]]:
@@ -75,16 +80,36 @@ def _alive(processes: dict[int, int]) -> list[int]:
     return alive
 
 
+HAS_DASK = importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None
+
+
 @pytest.mark.parametrize(
-    "signals",
-    [(signal.SIGINT,), (signal.SIGINT, signal.SIGINT), (signal.SIGTERM,)],
-    ids=["ctrl-c", "ctrl-c-twice", "sigterm"],
+    ("signals", "executor"),
+    [
+        ((signal.SIGINT,), "local"),
+        ((signal.SIGINT, signal.SIGINT), "local"),
+        ((signal.SIGTERM,), "local"),
+        pytest.param(
+            (signal.SIGTERM,), "dask", marks=pytest.mark.skipif(not HAS_DASK, reason="needs dask[distributed]")
+        ),
+    ],
+    ids=["ctrl-c", "ctrl-c-twice", "sigterm", "sigterm-dask"],
 )
-def test_a_stopped_sweep_exits_at_once_leaving_no_process_and_resume_finishes_it(tmp_path, monkeypatch, signals):
+def test_a_stopped_sweep_exits_at_once_leaving_no_process_and_resume_finishes_it(
+    tmp_path, monkeypatch, signals, executor
+):
     (tmp_path / "stop.yaml").write_text(yaml.safe_dump(SWEEP))
+    (tmp_path / "tmp").mkdir()  # the temporary folder: Dask's scratch folders went there
     command = [sys.executable, "-m", "robotid_sim.cli", "sweep", "stop.yaml", "--workers", "2", "--no-progress"]
+    command += ["--executor", executor]
     sweep = subprocess.Popen(
-        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
@@ -104,7 +129,7 @@ def test_a_stopped_sweep_exits_at_once_leaving_no_process_and_resume_finishes_it
                 sweep.send_signal(signum)  # kill -TERM of the main process
         start = time.monotonic()
         _, err = sweep.communicate(timeout=30)
-        assert time.monotonic() - start < EXIT_WITHIN_S
+        assert time.monotonic() - start < (EXIT_WITHIN_S if executor == "local" else DASK_EXIT_WITHIN_S)
     finally:
         if sweep.poll() is None:
             os.killpg(sweep.pid, signal.SIGKILL)
@@ -116,8 +141,8 @@ def test_a_stopped_sweep_exits_at_once_leaving_no_process_and_resume_finishes_it
     while _alive(processes) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _alive(processes) == []
-    assert not list(tmp_path.rglob("dask-scratch-space"))
-    if signals[0] == signal.SIGTERM:  # resumed once: the other cases stop the same way
+    assert not list(tmp_path.rglob("dask-scratch-space")) and not any((tmp_path / "tmp").iterdir())
+    if signals[0] == signal.SIGTERM and executor == "local":  # resumed once: the other cases stop the same way
         monkeypatch.chdir(tmp_path)  # the folder as the message gives it
         outcome = run_sweep_tasks(None, resume="runs/sweeps/stop", workers=1)
         assert (outcome.tasks, outcome.missing, outcome.failed) == (2, 0, 0)

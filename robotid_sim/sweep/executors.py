@@ -211,6 +211,11 @@ def _run_local(work, cells: Sequence[Cell], workers: int) -> Iterator[tuple[Cell
 def _stop_pool(pool, processes) -> None:
     """Cancel what has not started and end the pool's worker ``processes`` now (a stopped sweep)."""
     pool.shutdown(wait=False, cancel_futures=True)
+    _end_processes(processes)
+
+
+def _end_processes(processes) -> None:
+    """Terminate ``processes`` (multiprocessing processes), killing those still alive after :data:`STOP_GRACE_S`."""
     for process in processes:
         process.terminate()
     for process in processes:
@@ -233,19 +238,27 @@ def import_dask():
 
 
 def _run_dask(work, cells: Sequence[Cell], workers: int | None, address: str | None) -> Iterator[tuple[Cell, Outcome]]:
+    import multiprocessing
+
     distributed = import_dask()
+    others = set(multiprocessing.active_children())
     with contextlib.ExitStack() as stack:
         client = _dask_client(distributed, stack, workers or min(default_workers(), len(cells)), address)
-        client.run(limit_threads)
-        futures = client.map(work, list(cells), pure=False)
-        by_key = {f.key: cell for f, cell in zip(futures, cells, strict=True)}
-        for future in distributed.as_completed(futures):
-            cell = by_key[future.key]
-            try:
-                yield cell, future.result()
-            except Exception as exc:
-                yield cell, exc
-            future.release()
+        try:
+            client.run(limit_threads)
+            futures = client.map(work, list(cells), pure=False)
+            by_key = {f.key: cell for f, cell in zip(futures, cells, strict=True)}
+            for future in distributed.as_completed(futures):
+                cell = by_key[future.key]
+                try:
+                    yield cell, future.result()
+                except Exception as exc:
+                    yield cell, exc
+                future.release()
+        except BaseException:  # stopped: a local cluster would give its busy workers seconds to finish; end them
+            client.close()
+            _end_processes([p for p in multiprocessing.active_children() if p not in others])
+            raise
 
 
 def _dask_client(distributed, stack: contextlib.ExitStack, workers: int, address: str | None):
