@@ -1,8 +1,12 @@
 """Run a sweep into its folder, resuming what an earlier run of it left (SPEC: Monte Carlo sweeps).
 
-1. The sweep is checked before anything runs: every (robot, excitation, noise preset) combination is
-   prepared as a scenario would be (:func:`robotid_sim.scenario.plan.prepare_run`: robot, estimators and
-   their options, both excitations against the joint limits, the noise chain, the run's size).
+1. The sweep is checked before anything runs or any folder is created: a folder holding another sweep is
+   refused (:func:`_check_same_sweep`), then NaN or infinite numbers anywhere
+   (:func:`robotid_sim.sweep.config.check_finite`), the executor arguments
+   (:func:`robotid_sim.sweep.executors.check_executor`), the grid's size from the file alone
+   (:func:`check_grid_size`), and every (robot, excitation, noise preset) combination prepared as a scenario
+   would be (:func:`robotid_sim.scenario.plan.prepare_run`: robot, estimators and their options, both
+   excitations against the joint limits, the noise chain, the run's size). Only then are task hashes computed.
 2. The grid is laid out in cells (robot, excitation, noise, repetition) of tasks (one per estimator), each task
    named by its hash (:func:`robotid_sim.sweep.tasks.task_id`).
 3. Tasks whose result file is already in ``results/`` are kept; the cells that still miss a task run on the
@@ -16,6 +20,9 @@
 
 Running the same sweep again (same output folder, or ``resume=RUN_DIR``) therefore runs only the tasks not yet
 done; ``max_tasks`` stops after that many tasks (whole cells' worth, at most), leaving the rest for later.
+Ctrl-C or SIGTERM (:func:`stop_signals`) stops the workers and raises :class:`SweepInterrupted`, whose message
+gives the ``--resume`` command; a refusal after the folder was created (a Dask scheduler that cannot be
+reached) removes the folders this call created.
 """
 
 from __future__ import annotations
