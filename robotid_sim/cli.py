@@ -781,7 +781,8 @@ def add_sweep_parser(subparsers, parents: Sequence[argparse.ArgumentParser] = ()
         description=(
             "Run a sweep file (or a bundled sweep: small, birdy) into <out>/<output>; running it again, or with "
             "--resume RUN_DIR, runs only the tasks not yet done. Writes results.parquet/.csv, summary.csv, "
-            "crb.csv, box plots and report.md/.html."
+            "crb.csv, box plots and report.md/.html. Ctrl-C or SIGTERM stops it, keeping every finished task, and "
+            "prints the --resume command that finishes it."
         ),
     )
     p.add_argument("sweep", nargs="?", help="sweep YAML file or bundled sweep name (omit with --resume)")
@@ -802,11 +803,20 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.sweep is None and args.resume is None:
         _print_error("give a sweep file or a bundled sweep name (small, birdy), or --resume RUN_DIR")
         return EXIT_USER_ERROR
+    from robotid_sim.sweep import SweepInterrupted
+
     try:
         outcome = _run_sweep(args)
     except (RobotIdError, OSError) as exc:
         _print_error(_user_error_message(exc) or str(exc))
         return EXIT_USER_ERROR
+    except SweepInterrupted as stop:
+        import signal
+
+        for signum in (signal.SIGINT, signal.SIGTERM):  # the command is ending: a late Ctrl-C cannot cut it short
+            signal.signal(signum, signal.SIG_IGN)
+        print(str(stop), file=sys.stderr, flush=True)
+        return stop.status
     table = outcome.tables.get("results_parquet", outcome.tables["results"])
     print(
         f"sweep folder: {outcome.run_dir}\n"

@@ -18,6 +18,7 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
     "bundled_sweeps": "robotid_sim.sweep.config",
     "load_sweep_config": "robotid_sim.sweep.config",
     "parse_sweep_config": "robotid_sim.sweep.config",
+    "SweepInterrupted": "robotid_sim.sweep.runner",
     "SweepOutcome": "robotid_sim.sweep.runner",
     "run_sweep_tasks": "robotid_sim.sweep.runner",
     "cramer_rao_std": "robotid_sim.sweep.tasks",
@@ -25,11 +26,12 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
 
 if TYPE_CHECKING:
     from robotid_sim.sweep.config import SweepConfig, bundled_sweeps, load_sweep_config, parse_sweep_config
-    from robotid_sim.sweep.runner import SweepOutcome, run_sweep_tasks
+    from robotid_sim.sweep.runner import SweepInterrupted, SweepOutcome, run_sweep_tasks
     from robotid_sim.sweep.tasks import cramer_rao_std
 
 __all__ = [
     "SweepConfig",
+    "SweepInterrupted",
     "SweepOutcome",
     "bundled_sweeps",
     "cramer_rao_std",

@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,11 @@ class SweepConfig(_Strict):
         None, description="run folder name under the output root (default: the name); the same folder resumes"
     )
     robots: list[str] = Field(min_length=1, description="bundled robot names or URDF paths")
+    robot_folder: str | None = Field(
+        None,
+        description="folder relative URDF paths in robots are resolved against, relative to this file's folder "
+        "(default: the sweep file's folder); a sweep records it in its folder's sweep.yaml",
+    )
     excitations: dict[str, dict[str, Any] | str] = Field(
         default_factory=lambda: {"default": "default"},
         description="label → excitation mapping or 'default' (the robot's own); default: {default: default}",
@@ -153,6 +159,39 @@ class SweepConfig(_Strict):
         """(cell, estimator) tasks of the grid."""
         cells = len(self.robots) * len(self.excitations) * len(self.noise) * self.repetitions
         return cells * len(self.estimators)
+
+
+def check_finite(config: SweepConfig) -> None:
+    """Refuse a NaN or infinite number anywhere in the sweep (excitation, noise and estimator mappings are free-form,
+    so pydantic does not see them); the task hashes need finite numbers, and so does every stage.
+
+    Raises:
+        ConfigError: naming the field.
+    """
+    data = config.model_dump(mode="python")
+    where = non_finite_entry(data)
+    if where is not None:
+        raise ConfigError(
+            f"sweep '{config.name}': field '{where}' is not a finite number; give a finite value "
+            "(.nan and .inf are not allowed)"
+        )
+
+
+def non_finite_entry(value: Any, where: str = "") -> str | None:
+    """The dotted path of the first NaN or infinite float in ``value`` (nested mappings and lists), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where
+    if isinstance(value, dict):
+        items = ((f"{where}.{key}" if where else str(key), item) for key, item in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for path, item in items:
+        found = non_finite_entry(item, path)
+        if found is not None:
+            return found
+    return None
 
 
 def parse_sweep_config(data: Any, where: str = "sweep") -> SweepConfig:

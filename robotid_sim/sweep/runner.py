@@ -1,8 +1,12 @@
 """Run a sweep into its folder, resuming what an earlier run of it left (SPEC: Monte Carlo sweeps).
 
-1. The sweep is checked before anything runs: every (robot, excitation, noise preset) combination is
-   prepared as a scenario would be (:func:`robotid_sim.scenario.plan.prepare_run`: robot, estimators and
-   their options, both excitations against the joint limits, the noise chain, the run's size).
+1. The sweep is checked before anything runs or any folder is created: a folder holding another sweep is
+   refused (:func:`_check_same_sweep`), then NaN or infinite numbers anywhere
+   (:func:`robotid_sim.sweep.config.check_finite`), the executor arguments
+   (:func:`robotid_sim.sweep.executors.check_executor`), the grid's size from the file alone
+   (:func:`check_grid_size`), and every (robot, excitation, noise preset) combination prepared as a scenario
+   would be (:func:`robotid_sim.scenario.plan.prepare_run`: robot, estimators and their options, both
+   excitations against the joint limits, the noise chain, the run's size). Only then are task hashes computed.
 2. The grid is laid out in cells (robot, excitation, noise, repetition) of tasks (one per estimator), each task
    named by its hash (:func:`robotid_sim.sweep.tasks.task_id`).
 3. Tasks whose result file is already in ``results/`` are kept; the cells that still miss a task run on the
@@ -16,28 +20,45 @@
 
 Running the same sweep again (same output folder, or ``resume=RUN_DIR``) therefore runs only the tasks not yet
 done; ``max_tasks`` stops after that many tasks (whole cells' worth, at most), leaving the rest for later.
+Ctrl-C or SIGTERM (:func:`stop_signals`) stops the workers and raises :class:`SweepInterrupted`, whose message
+gives the ``--resume`` command; a refusal after the folder was created (a Dask scheduler that cannot be
+reached) removes the folders this call created.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
+import shlex
+import shutil
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from robotid_sim.errors import ConfigError
+from robotid_sim.errors import ConfigError, RobotIdError
 from robotid_sim.progress import Progress
-from robotid_sim.run_folder import output_root
+from robotid_sim.run_folder import existing_ancestor, output_root
+from robotid_sim.safety import memory_limit_bytes
+from robotid_sim.scenario.budget import format_bytes
 from robotid_sim.sweep import store
-from robotid_sim.sweep.config import SweepConfig, load_sweep_config, parse_sweep_config
+from robotid_sim.sweep.config import SweepConfig, check_finite, load_sweep_config, parse_sweep_config
 from robotid_sim.sweep.tasks import cell_identity, prepare_cell, run_cell, task_id
 
 log = logging.getLogger(__name__)
 
 #: the parent folder of a sweep's folder when none is given
 DEFAULT_SWEEPS_DIR = Path("runs") / "sweeps"
+#: most tasks a sweep may have without ``simulation.allow_large`` (the bundled birdy sweep has 4,000)
+MAX_TASKS = 100_000
+#: disk per task: its result file (about 2 kB of JSON) in a 4 kB file-system block
+TASK_FILE_BYTES = 4096
+#: memory per task while the grid is laid out and its results are read back (measured: about 2.5 kB)
+TASK_MEMORY_BYTES = 4096
 
 #: ``write_report(run_dir, title, info, rows, summary, crb) -> {name: path}``: the sweep's report
 #: (:func:`robotid_sim.report.sweep.write_report`)
@@ -106,20 +127,68 @@ def build_cells(config: SweepConfig, base_dir: Path) -> list[dict[str, Any]]:
     return cells
 
 
-def check_sweep(config: SweepConfig, cells: list[dict[str, Any]]) -> None:
+def check_grid_size(config: SweepConfig, run_dir: Path) -> None:
+    """Refuse a grid too large to lay out or store, from its size alone (nothing is built): more than
+    :data:`MAX_TASKS` tasks (unless ``simulation.allow_large``), more memory than the limit
+    (:func:`robotid_sim.safety.memory_limit_bytes`, doubled with ``allow_large``), or more result files than
+    the free space under the output folder.
+
+    Raises:
+        ConfigError: stating the estimate and the limit.
+    """
+    tasks = config.task_count
+    allow_large = config.simulation.allow_large
+    memory, disk = tasks * TASK_MEMORY_BYTES, tasks * TASK_FILE_BYTES
+    memory_limit = memory_limit_bytes() * (2 if allow_large else 1)
+    free = shutil.disk_usage(existing_ancestor(run_dir)).free
+    problems = []
+    if tasks > MAX_TASKS and not allow_large:
+        problems.append(f"more than the {MAX_TASKS:,} tasks a sweep may have")
+    if memory > memory_limit:
+        problems.append(f"more memory than the limit of {format_bytes(memory_limit)}")
+    if disk > free:
+        problems.append(f"more than the {format_bytes(free)} free under {run_dir.parent}")
+    if not problems:
+        return
+    hint = "lower repetitions, or split the grid into several sweeps"
+    if tasks > MAX_TASKS and not allow_large and memory <= memory_limit * 2 and disk <= free:
+        hint += ", or set simulation.allow_large: true to run it anyway"
+    raise ConfigError(
+        f"sweep '{config.name}' has {tasks:,} tasks ({_grid_text(config)}), about {format_bytes(memory)} of "
+        f"memory and {format_bytes(disk)} of result files: {' and '.join(problems)}; {hint}"
+    )
+
+
+def _grid_text(config: SweepConfig) -> str:
+    return (
+        f"{len(config.robots)} robots × {len(config.excitations)} excitations × {len(config.noise)} noise "
+        f"presets × {config.repetitions} repetitions × {len(config.estimators)} estimators"
+    )
+
+
+def check_sweep(config: SweepConfig, base_dir: Path) -> None:
     """Prepare each (robot, excitation, noise) combination once; raise the first problem, naming the combination."""
-    seen = set()
-    for cell in cells:
-        key = (cell["robot"], cell["excitation_label"], cell["noise_label"])
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            prepare_cell(cell)
-        except ConfigError as exc:
-            raise ConfigError(
-                f"sweep '{config.name}', robot '{key[0]}', excitation '{key[1]}', noise '{key[2]}': {exc}"
-            ) from None
+    simulation = config.simulation.model_dump(mode="json")
+    validation = config.validation.model_dump(mode="json")
+    estimators = [{"name": e.name, "label": e.label, "options": e.options} for e in config.estimators]
+    for robot in config.robots:
+        for excitation_label, excitation in config.excitations.items():
+            for noise_label, noise in config.noise.items():
+                spec = {
+                    "robot_ref": _resolve_robot(robot, base_dir),
+                    "excitation": excitation,
+                    "noise": noise,
+                    "simulation": simulation,
+                    "validation": validation,
+                    "estimators": estimators,
+                }
+                try:
+                    prepare_cell(spec)
+                except ConfigError as exc:
+                    raise ConfigError(
+                        f"sweep '{config.name}', robot '{robot}', excitation '{excitation_label}', "
+                        f"noise '{noise_label}': {exc}"
+                    ) from None
 
 
 def run_sweep_tasks(
@@ -142,28 +211,87 @@ def run_sweep_tasks(
         sweep: a sweep file, a bundled sweep name (``small``, ``birdy``), a :class:`SweepConfig` or its mapping;
             None with ``resume`` (the sweep recorded in that folder).
         out_dir: parent of the sweep's folder (default ``runs/sweeps``); the folder is ``<out_dir>/<output>``.
-        resume: an existing sweep folder to complete (its ``sweep.yaml`` unless ``sweep`` is given).
+        resume: an existing sweep folder to complete (its ``sweep.yaml``; a ``sweep`` given too must be that
+            same grid).
         executor: ``local`` (processes on this machine) or ``dask``.
         workers: worker processes (default: one per core).
         address: a Dask scheduler address (``dask`` only; default: a local cluster).
         max_tasks: run at most this many tasks this time (whole cells), the rest on a later start.
         progress: callable(``"sweep"``, tasks done, tasks to run) as results come in.
-        base_dir: folder relative robot paths are resolved against (default: the sweep file's, else the working
-            folder).
+        base_dir: folder relative robot paths are resolved against (default: the sweep's ``robot_folder``, else
+            the sweep file's folder, else the working folder).
         write_report: writes the report from the tables (:data:`ReportWriter`); None: no report.
 
     Raises:
-        ConfigError (or another RobotIdError): a sweep that cannot run; nothing is simulated then.
+        ConfigError (or another RobotIdError): a sweep that cannot run; nothing is simulated or written then.
+        SweepInterrupted: Ctrl-C or SIGTERM; the workers are stopped and every finished task is saved.
     """
-    run_dir, config, base = _locate(sweep, out_dir, resume, base_dir)
-    if max_tasks is not None and max_tasks < 0:
-        raise ConfigError(f"max_tasks must be >= 0, got {max_tasks}")
-    cells = build_cells(config, base)
-    check_sweep(config, cells)
-    store.open_run_dir(run_dir)
-    store.write_sweep_file(run_dir, config.model_dump(mode="json", exclude_defaults=False))
+    from robotid_sim.sweep.executors import check_executor
 
-    done = {e["task_id"] for c in cells for e in c["estimators"] if store.load_result(run_dir, e["task_id"])}
+    run_dir, config, base = _locate(sweep, out_dir, resume, base_dir)
+    check_finite(config)
+    if max_tasks is not None and max_tasks < 0:
+        raise ConfigError(f"--max-tasks must be >= 0, got {max_tasks}")
+    check_executor(executor, workers, address)
+    check_grid_size(config, run_dir)
+    check_sweep(config, base)
+    cells = build_cells(config, base)
+    created = _outermost_missing(run_dir)
+    counts = _RunCounts(total=sum(len(c["estimators"]) for c in cells))
+    with stop_signals() as received:
+        try:
+            store.open_run_dir(run_dir)
+            store.write_sweep_file(run_dir, _recorded(config, base, run_dir))
+            done = {e["task_id"] for c in cells for e in c["estimators"] if store.load_result(run_dir, e["task_id"])}
+            pending = _pending(cells, done, max_tasks)
+            counts.reused, counts.to_run = len(done), sum(len(c["estimators"]) for c in pending)
+            log.info("sweep %s: %d tasks, %d done before, %d to run now", config.name, *counts.summary())
+            start = time.perf_counter()
+            _run_pending(run_dir, pending, counts, (executor, workers, address), progress)
+            seconds = time.perf_counter() - start
+            return _finish(run_dir, config, cells, (len(done), counts.ran, seconds, executor), write_report)
+        except RobotIdError:
+            if created is not None and not _has_results(run_dir):
+                shutil.rmtree(created, ignore_errors=True)  # a refusal leaves nothing behind
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            if not received:
+                raise
+            raise SweepInterrupted(run_dir, received[0], counts.reused + counts.ran, counts.total) from None
+
+
+def _has_results(run_dir: Path) -> bool:
+    try:
+        return any((run_dir / store.RESULTS_DIR).iterdir())
+    except OSError:
+        return False
+
+
+def _outermost_missing(folder: Path) -> Path | None:
+    """The outermost folder that creating ``folder`` creates (``folder`` or one above it); None if it exists."""
+    path = folder.absolute()
+    if path.exists():
+        return None
+    while not path.parent.exists():
+        path = path.parent
+    return path
+
+
+@dataclasses.dataclass
+class _RunCounts:
+    """Tasks of the grid, done before this call, to run now, and run (saved) so far."""
+
+    total: int
+    reused: int = 0
+    to_run: int = 0
+    ran: int = 0
+
+    def summary(self) -> tuple[int, int, int]:
+        return self.total, self.reused, self.to_run
+
+
+def _pending(cells: list[dict[str, Any]], done: set[str], max_tasks: int | None) -> list[dict[str, Any]]:
+    """The cells that still miss a task, each with only its missing estimators, up to ``max_tasks`` tasks."""
     pending = []
     budget = max_tasks if max_tasks is not None else float("inf")
     for cell in cells:
@@ -171,41 +299,94 @@ def run_sweep_tasks(
         if missing and budget > 0:
             pending.append({**cell, "estimators": missing[: int(min(budget, len(missing)))]})
             budget -= len(pending[-1]["estimators"])
-    to_run = sum(len(c["estimators"]) for c in pending)
-    total = sum(len(c["estimators"]) for c in cells)
-    log.info("sweep %s: %d tasks, %d done before, %d to run now", config.name, total, len(done), to_run)
-    report = progress or (lambda *_: None)
-    report("sweep", 0, to_run)
+    return pending
+
+
+def _run_pending(run_dir: Path, pending, counts: _RunCounts, executor_args: tuple, progress) -> None:
+    """Run the pending cells, saving each record as its cell comes back (``counts.ran``); an exception (a
+    Ctrl-C or SIGTERM made one by :func:`stop_signals`) stops the workers on its way out."""
     from robotid_sim.sweep.executors import run_cells
 
-    start = time.perf_counter()
-    ran = 0
-    for cell, outcome in run_cells(run_cell, pending, executor=executor, workers=workers, address=address):
-        if isinstance(outcome, BaseException):
-            log.warning(
-                "sweep cell %s/%s/%s seed %d was lost (%s: %s); it runs again on the next start",
-                cell["robot"], cell["excitation_label"], cell["noise_label"], cell["seed"],
-                type(outcome).__name__, outcome,
-            )  # fmt: skip
-            continue
-        for record in outcome:
-            store.save_result(run_dir, record)
-        ran += len(outcome)
-        report("sweep", ran, to_run)
-    seconds = time.perf_counter() - start
-    return _finish(run_dir, config, cells, (len(done), ran, seconds, executor), write_report)
+    report = progress or (lambda *_: None)
+    report("sweep", 0, counts.to_run)
+    if not pending:
+        return
+    with contextlib.closing(run_cells(run_cell, pending, *executor_args)) as outcomes:
+        for cell, outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                log.warning(
+                    "sweep cell %s/%s/%s seed %d was lost (%s: %s); it runs again on the next start",
+                    cell["robot"], cell["excitation_label"], cell["noise_label"], cell["seed"],
+                    type(outcome).__name__, outcome,
+                )  # fmt: skip
+                continue
+            for record in outcome:
+                store.save_result(run_dir, record)
+            counts.ran += len(outcome)
+            report("sweep", counts.ran, counts.to_run)
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (SIGINT) or SIGTERM: its workers are stopped, every finished task is saved in
+    its folder, and ``robotid-sim sweep --resume RUN_DIR`` finishes it.
+
+    Attributes:
+        run_dir: the sweep's folder.
+        status: the exit status the signal stands for (130 for SIGINT, 143 for SIGTERM).
+        saved: tasks of the grid with a result in the folder.
+        total: tasks of the grid.
+    """
+
+    def __init__(self, run_dir: Path, signum: int, saved: int, total: int):
+        self.run_dir, self.status, self.saved, self.total = run_dir, 128 + signum, saved, total
+        name = signal.Signals(signum).name
+        super().__init__(
+            f"sweep interrupted ({name}): {saved} of {total} tasks are saved in {run_dir}; finish it with: "
+            f"robotid-sim sweep --resume {shlex.quote(str(run_dir))}"
+        )
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[list[int]]:
+    """Within (main thread only): the first SIGINT raises KeyboardInterrupt and the first SIGTERM
+    ``SystemExit(143)``; the signal numbers received are appended to the yielded list. Every later SIGINT or
+    SIGTERM is ignored, so a second Ctrl-C cannot cut the clean-up short. A handler the application installed
+    itself is left as it is; the previous handlers are restored on exit."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def stop(signum, frame):
+        received.append(signum)
+        if len(received) > 1:
+            return
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    defaults = {signal.SIGINT: (signal.default_int_handler,), signal.SIGTERM: (signal.SIG_DFL, None)}
+    previous = {s: signal.getsignal(s) for s in defaults if signal.getsignal(s) in defaults[s]}
+    for signum in previous:
+        signal.signal(signum, stop)
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 def _locate(sweep, out_dir, resume, base_dir) -> tuple[Path, SweepConfig, Path]:
-    """(run folder, config, base folder of relative robot paths) from the arguments of :func:`run_sweep`."""
+    """(run folder, config, base folder of relative robot paths) from the arguments of :func:`run_sweep`;
+    refuses a folder that holds another sweep (module docstring)."""
     path = None
     if sweep is None:
         if resume is None:
             raise ConfigError("give a sweep file (or a bundled sweep name), or resume=RUN_DIR")
-        recorded = Path(resume) / store.SWEEP_FILE
-        if not recorded.is_file():
+        path = Path(resume) / store.SWEEP_FILE
+        if not path.is_file():
             raise ConfigError(f"{resume} is not a sweep folder (it has no {store.SWEEP_FILE}); give the sweep file")
-        config = load_sweep_config(recorded)
+        config = load_sweep_config(path)
     elif isinstance(sweep, SweepConfig):
         config = sweep
     elif isinstance(sweep, dict):
@@ -218,14 +399,56 @@ def _locate(sweep, out_dir, resume, base_dir) -> tuple[Path, SweepConfig, Path]:
     if resume is not None:
         run_dir = Path(resume)
         if not (run_dir / store.SWEEP_FILE).is_file():
-            raise ConfigError(f"{resume} is not a sweep folder (it has no {store.SWEEP_FILE})")
+            raise ConfigError(f"{resume} is not a sweep folder (it has no {store.SWEEP_FILE}); give the sweep file")
     else:
         run_dir = output_root(out_dir, DEFAULT_SWEEPS_DIR) / config.folder_name
+    _check_same_sweep(config, run_dir, resume is not None)
+    folder = path.parent if path is not None else Path.cwd()
     if base_dir is not None:
         base = Path(base_dir)
     else:
-        base = path.parent if path is not None else Path.cwd()
+        base = folder / config.robot_folder if config.robot_folder is not None else folder
     return run_dir, config, base
+
+
+def _grid(config: SweepConfig) -> dict[str, Any]:
+    """What makes a sweep the same grid (not its description, its folder's name, nor where its robot files were
+    found)."""
+    return config.model_dump(mode="json", exclude={"description", "output", "robot_folder"})
+
+
+def _check_same_sweep(config: SweepConfig, run_dir: Path, resuming: bool) -> None:
+    """Refuse to run ``config`` into a folder holding another sweep: with ``--resume`` one of another grid, and
+    without it one of another name (the same name with another grid grows or shrinks that sweep)."""
+    recorded_file = run_dir / store.SWEEP_FILE
+    if not recorded_file.is_file():
+        return
+    try:
+        recorded = load_sweep_config(recorded_file)
+    except ConfigError as exc:
+        raise ConfigError(f"{run_dir} holds a sweep file this sweep cannot read ({exc}); give another --out") from None
+    if recorded.name == config.name and (not resuming or _grid(recorded) == _grid(config)):
+        return
+    mine, theirs = _grid(config), _grid(recorded)
+    differ = [k for k in mine if mine[k] != theirs.get(k)]
+    hint = (
+        f"finish it with 'robotid-sim sweep --resume {shlex.quote(str(run_dir))}' (no sweep file)"
+        if resuming
+        else f"give '{config.name}' its own folder ('output:' in the sweep file, or another --out)"
+    )
+    raise ConfigError(
+        f"{run_dir} holds the sweep '{recorded.name}' ({recorded.task_count} tasks), not the sweep "
+        f"'{config.name}' ({config.task_count} tasks; they differ in {', '.join(differ)}); {hint}"
+    )
+
+
+def _recorded(config: SweepConfig, base: Path, run_dir: Path) -> dict[str, Any]:
+    """The sweep as written to its folder's ``sweep.yaml``: with ``robot_folder`` relative to that folder when
+    a robot is a relative path, so that ``--resume`` finds it from any working folder."""
+    data = config.model_dump(mode="json", exclude={"robot_folder"})
+    if any(_resolve_robot(r, base) != r for r in config.robots):
+        data["robot_folder"] = os.path.relpath(base.resolve(), run_dir.resolve())
+    return data
 
 
 def _finish(
@@ -252,8 +475,7 @@ def _finish(
     failed = sum(r["status"] == "failed" for r in rows)
     info = {
         "tasks": f"{len(rows)} of {total} done ({failed} failed)",
-        "grid": f"{len(config.robots)} robots × {len(config.excitations)} excitations × {len(config.noise)} noise "
-        f"presets × {config.repetitions} repetitions × {len(config.estimators)} estimators",
+        "grid": _grid_text(config),
         "seeds": f"{config.seed} … {config.seed + config.repetitions - 1}",
         "last run": f"{ran} tasks in {seconds:.1f} s ({executor} executor)",
         "results": "results.csv"
