@@ -20,10 +20,10 @@ from robotid_sim.sweep.tasks import FIGURES
 
 #: what each figure of merit is, for axes and tables
 FIGURE_TITLES = {
-    "base_parameter_error": "relative base-parameter error",
-    "torque_relative_error_vs_truth": "relative validation torque error",
-    "trajectory_rms_total": "open-loop trajectory RMS error (rad or m)",
-    "fit_time_s": "fit time (s)",
+    "base_parameter_error": "relative base-parameter error [-]",
+    "torque_relative_error_vs_truth": "relative validation torque error [-]",
+    "trajectory_rms_total": "open-loop trajectory RMS error [rad; m for prismatic joints]",
+    "fit_time_s": "fit time [s]",
 }
 
 
