@@ -237,6 +237,7 @@ def cmd_simulate(args) -> int:
             seed=args.seed,
             rate_hz=args.rate,
             progress=bars,
+            allow_large=args.allow_large,
         )
     written = ds.save(out)
     _out().print(f"wrote {written} ({ds.n_samples} samples, {ds.n_dof} joints)")
@@ -581,6 +582,11 @@ def _add_run_and_simulate(add_parser: Callable[..., argparse.ArgumentParser]) ->
         help="recording rate in Hz, dividing the 1000 Hz physics rate (default 200)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the noise, a whole number >= 0 (default 0)")
+    p.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run a simulation estimated above 2 hours or half of this machine's RAM (never above the RAM)",
+    )
     p.add_argument(
         "--out",
         required=True,
