@@ -30,9 +30,10 @@ from robotid_sim.cli import main
 from robotid_sim.errors import ConfigError
 from robotid_sim.scenario import budget as budget_module
 from robotid_sim.scenario import plan as runner
-from robotid_sim.scenario.budget import RunBudget, estimate_run, simulation_cost
+from robotid_sim.scenario.budget import RunBudget, estimate_run
 from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
 from robotid_sim.sim import cost as cost_module
+from robotid_sim.sim.cost import simulation_cost
 from robotid_sim.studies import run as study_run
 
 TINY = TINY_SCENARIO

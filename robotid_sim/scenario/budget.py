@@ -25,10 +25,8 @@ The estimate (bytes of float64, ``n`` joints, ``b`` base parameters, S physics s
 - time: ``S · 40 µs`` per simulation (``benchmarks/simulator_speed.py``: 21–34 µs per step on prrrp and hyper9);
 - disk: the two datasets' ``.npz`` files, ``N · (9 n + 1) · 8`` bytes each.
 
-A closed-loop comparison (``closed_loop:``) is checked on its own by :func:`check_closed_loop`: ``S · c ·
-250 µs`` for ``c`` controllers of ``S`` control steps each (the PyBullet torque step, the controller and a
-model's dynamics at N = 1: 90–190 µs per step measured on three_axis), and ``S · n · 8 · (25 + 6 c)`` bytes
-(the reference and the loop's temporaries, and the six recorded arrays per controller).
+A closed-loop comparison (``closed_loop:``) is checked on its own by
+:func:`~robotid_sim.sim.cost.check_closed_loop` (with the simulator: ``run_closed_loop`` checks itself with it).
 
 Limits: memory :func:`robotid_sim.safety.memory_limit_bytes` (half of this machine's RAM), time
 :data:`TIME_LIMIT_S` (2 hours), the free space of the output folder. ``simulation.allow_large: true`` lifts the
@@ -37,7 +35,6 @@ time limit and raises the memory limit to the whole RAM; the disk limit always h
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from robotid_sim.errors import ConfigError
@@ -48,13 +45,8 @@ from robotid_sim.sim.cost import (
     SimulationCost,
     format_bytes,
     limit_problems,
-    simulation_cost,
 )
 
-#: seconds of wall time per control step of a closed-loop run (measured 90–190 µs on three_axis, rounded up)
-CLOSED_LOOP_SECONDS_PER_STEP = 250e-6
-#: float64 arrays (S, n) recorded per controller of a closed-loop run (t, q, qd, q_ref, qd_ref, tau)
-CLOSED_LOOP_ARRAYS = 6
 #: base regressors held at once while identifying (the regressor, its normalised copy, SVD factors)
 REGRESSOR_COPIES = 5
 #: float64 values per sample and joint of the Newton–Euler recursion forming the regressor
@@ -153,26 +145,3 @@ def estimate_run(
         seconds=ident.seconds + val.seconds,
         disk_bytes=ident.file_bytes + val.file_bytes,
     )
-
-
-def check_closed_loop(
-    n_dof: int, duration: float, dt: float, controllers: int, allow_large: bool = False
-) -> SimulationCost:
-    """The steps of a closed-loop comparison of ``controllers`` runs of ``duration`` s at ``dt``, refused
-    above the memory or time limit as :meth:`RunBudget.check` refuses a run (module docstring).
-
-    Raises:
-        ConfigError: a duration or step that is not a finite positive number, or a comparison above the
-            limits, stating the estimate and the limit.
-    """
-    cost = simulation_cost(n_dof, duration, dt, 1.0 / dt if dt > 0 else math.nan, "closed_loop")
-    memory = cost.working_bytes + float(cost.steps) * n_dof * F64_BYTES * CLOSED_LOOP_ARRAYS * controllers
-    seconds = float(cost.steps) * controllers * CLOSED_LOOP_SECONDS_PER_STEP
-    limit = memory_limit_bytes() * (2 if allow_large else 1)
-    problems = limit_problems(memory, seconds, limit, allow_large, work="closed-loop simulation")
-    if problems:
-        raise ConfigError(
-            f"the closed loop ({controllers} controllers x {cost.steps:.3g} steps) would need "
-            f"{' and '.join(problems)}; shorten closed_loop.duration or raise closed_loop.dt"
-        )
-    return cost

@@ -4,9 +4,10 @@ machine).
 :func:`simulation_cost` turns a simulation's numbers into steps, samples, bytes and seconds (cheap arithmetic,
 nothing allocated), :func:`limit_problems` compares an estimate with the memory and time limits, and
 :func:`check_simulation` refuses one simulation above them (:func:`~robotid_sim.sim.simulate.simulate` calls it
-before the trajectory is evaluated). :mod:`robotid_sim.scenario.budget` builds a scenario run's and a closed
-loop's estimate from the same pieces, and ``rl-demo`` its training's; all of them refuse through
-:func:`limit_problems` with the same wording.
+before the trajectory is evaluated), :func:`check_closed_loop` a closed-loop run's (``run_closed_loop`` and a
+study's ``closed_loop:`` section). :mod:`robotid_sim.scenario.budget` builds a scenario run's estimate from the
+same pieces, and ``rl-demo`` its training's; all of them refuse through :func:`limit_problems` with the same
+wording.
 
 One simulation (``n`` joints, S physics steps, N recorded samples, bytes of float64):
 
@@ -37,6 +38,10 @@ SIMULATION_VALUES_PER_STEP = 25
 RECORDED_ARRAYS = 10
 #: bytes of one float64
 F64_BYTES = 8
+#: seconds of wall time per control step of a closed-loop run (measured 90–190 µs on three_axis, rounded up)
+CLOSED_LOOP_SECONDS_PER_STEP = 250e-6
+#: float64 arrays (S, n) recorded per controller of a closed-loop run (t, q, qd, q_ref, qd_ref, tau)
+CLOSED_LOOP_ARRAYS = 6
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,37 @@ def check_simulation(cost: SimulationCost, allow_large: bool = False, hint: str 
             f"this simulation ({cost.steps:.3g} physics steps, {cost.samples:.3g} samples, {cost.n_dof} joints) "
             f"would need {' and '.join(problems)}; {hint}"
         )
+
+
+def check_closed_loop(
+    n_dof: int,
+    duration: float,
+    dt: float,
+    controllers: int,
+    allow_large: bool = False,
+    hint: str = "shorten closed_loop.duration or raise closed_loop.dt",
+) -> SimulationCost:
+    """The steps of a closed-loop comparison of ``controllers`` runs of ``duration`` s at ``dt``, refused
+    above the memory or time limit: ``S · c · 250 µs`` for ``c`` controllers of ``S`` control steps each (the
+    PyBullet torque step, the controller and a model's dynamics at N = 1: 90–190 µs per step measured on
+    three_axis), and ``S · n · 8 · (25 + 6 c)`` bytes (the reference and the loop's temporaries, and the six
+    recorded arrays per controller). ``hint``: how to shrink it, in the caller's words.
+
+    Raises:
+        ConfigError: a duration or step that is not a finite positive number, or a comparison above the
+            limits, stating the estimate and the limit.
+    """
+    cost = simulation_cost(n_dof, duration, dt, 1.0 / dt if dt > 0 else math.nan, "closed_loop")
+    memory = cost.working_bytes + float(cost.steps) * n_dof * F64_BYTES * CLOSED_LOOP_ARRAYS * controllers
+    seconds = float(cost.steps) * controllers * CLOSED_LOOP_SECONDS_PER_STEP
+    limit = memory_limit_bytes() * (2 if allow_large else 1)
+    problems = limit_problems(memory, seconds, limit, allow_large, work="closed-loop simulation")
+    if problems:
+        raise ConfigError(
+            f"the closed loop ({controllers} controllers x {cost.steps:.3g} steps) would need "
+            f"{' and '.join(problems)}; {hint}"
+        )
+    return cost
 
 
 def format_bytes(value: float) -> str:
