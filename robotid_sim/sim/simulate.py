@@ -252,7 +252,7 @@ def check_seed(seed, what: str = "seed") -> None:
     if seed is None:
         return
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ConfigError(f"{what} must be a whole number >= 0 (or None for a fresh one), got {seed!r}")
+        raise ConfigError(f"{what} must be a whole number >= 0, got {seed!r}")
 
 
 def excitation_cut_note(exc, duration: float, joint_names) -> str | None:
