@@ -140,3 +140,14 @@ def test_rl_demo_refusal_in_a_process_exits_2_and_leaves_nothing(tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error: this RL demo"), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert _listing(tmp_path) == before
+
+
+def test_a_closed_loop_run_folder_keeps_each_controllers_time_series(tmp_path, capsys):
+    args = ["closed-loop", "--robot", "planar3r", "--controller", "pd", "--controller", "ff=feedforward"]
+    assert main([*args, "--duration", "0.05", "--out", str(tmp_path)]) == 0, capsys.readouterr().err
+    (run_dir,) = tmp_path.iterdir()
+    for label in ("pd", "ff"):
+        with np.load(run_dir / "closed_loop" / f"{label}.npz") as series:
+            assert str(series["controller"]) == label and series["t"].shape == (50,)
+            assert all(series[name].shape == (50, 3) for name in ("q", "qd", "q_ref", "qd_ref", "tau"))
+            assert np.all(np.isfinite(series["tau"]))
