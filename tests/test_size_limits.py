@@ -151,3 +151,14 @@ def test_a_closed_loop_run_folder_keeps_each_controllers_time_series(tmp_path, c
             assert str(series["controller"]) == label and series["t"].shape == (50,)
             assert all(series[name].shape == (50, 3) for name in ("q", "qd", "q_ref", "qd_ref", "tau"))
             assert np.all(np.isfinite(series["tau"]))
+
+
+# ------------------------------------------------------------------------------------------- random states
+def test_random_states_of_an_unlimited_prismatic_joint_stay_within_a_sensible_stroke(robots, monkeypatch):
+    robot = robots["prrrp"]
+    unlimited = (np.full(robot.n_dof, -np.inf), np.full(robot.n_dof, np.inf))
+    monkeypatch.setattr(type(robot), "position_limits", property(lambda self: unlimited))
+    q, _, _ = robot.random_states(np.random.default_rng(0), 2000)
+    prismatic = np.array(robot.joint_kinds) == "prismatic"
+    assert prismatic.any() and np.abs(q[:, prismatic]).max() <= 0.2  # metres, not ±π m
+    assert np.abs(q[:, ~prismatic]).max() > 3.0  # continuous revolute joints keep ±π rad
