@@ -174,15 +174,13 @@ def run_closed_loop(
         friction: with ``plant="pybullet"``, False simulates the robot without its friction law (an
             identified model given to a controller is then refused: its friction law is not the plant's).
         progress: optional ``progress(label, steps_done, steps_total)`` (:mod:`robotid_sim.progress`).
-        allow_large: run above the time limit, or above half of this machine's RAM but within it
-            (:func:`~robotid_sim.sim.cost.check_closed_loop`).
+        allow_large: lift the limits of :func:`~robotid_sim.sim.cost.check_closed_loop` (RAM: all, not half).
 
     Returns:
         A :class:`ClosedLoopResult` with the state, reference and torque at every step.
 
     Raises:
-        ConfigError: a bad controller, option, reference, duration or plant, or a run above the memory or time
-            limit (stating the estimate), before anything runs.
+        ConfigError: a bad controller, option, reference, duration or plant, or a run above the limits.
         PluginError: an unknown controller name.
         DataError: the controller returned a torque of the wrong shape or not finite; in PyBullet, a
             joint left its limits.

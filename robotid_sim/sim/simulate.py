@@ -214,15 +214,8 @@ def simulate(
         rec = sim.track(q_ref, qd_ref, qdd_ref, decimation=decimation, controller=controller, progress=progress)
     truth = Signals(rec["q"], rec["qd"], rec["qdd"], rec["tau"])
     measured = chain.apply(truth.as_dict(), np.random.default_rng(seed))
-    metadata = _metadata(robot, exc, chain, controller, seed, rate_hz, dt, duration)
+    metadata = _metadata(robot, exc, chain, controller, seed, rate_hz, dt, duration, isinstance(excitation, str))
     metadata["tracking_error_max"] = float(np.abs(rec["q"] - q_ref[::decimation]).max())
-    note = generic_excitation_note(robot) if isinstance(excitation, str) else None
-    if note is not None:
-        metadata["excitation_default"] = note
-    cut = excitation_cut_note(exc, duration, robot.joint_names)
-    if cut is not None:
-        log.warning("robot '%s': %s", robot.name, cut)
-        metadata["excitation_cut"] = cut
     log.info("simulated %s for %.1f s: %d samples", robot.name, duration, len(rec["t"]))
     return Dataset(
         rec["t"],
@@ -303,9 +296,13 @@ def _decimation(rate_hz: float, dt: float) -> int:
     return decimation
 
 
-def _metadata(robot: Robot, exc, chain: NoiseChain, controller: Controller, seed, rate_hz, dt, duration) -> dict:
-    """A simulated dataset's metadata, up to its tracking error."""
-    return {
+def _metadata(
+    robot: Robot, exc, chain: NoiseChain, controller: Controller, seed, rate_hz, dt, duration, by_name: bool
+) -> dict:
+    """A simulated dataset's metadata, up to its tracking error; ``by_name``: the excitation was ``"default"``
+    (what it means for a robot without one: ``excitation_default``). An excitation cut short by ``duration``
+    is logged as a warning and recorded (``excitation_cut``, :func:`excitation_cut_note`)."""
+    metadata = {
         "robot": robot.name,
         "source": "simulation (PyBullet)",
         "excitation": exc.describe(),
@@ -317,3 +314,11 @@ def _metadata(robot: Robot, exc, chain: NoiseChain, controller: Controller, seed
         "duration_s": float(duration),
         "controller": controller.describe(),
     }
+    note = generic_excitation_note(robot) if by_name else None
+    if note is not None:
+        metadata["excitation_default"] = note
+    cut = excitation_cut_note(exc, duration, robot.joint_names)
+    if cut is not None:
+        log.warning("robot '%s': %s", robot.name, cut)
+        metadata["excitation_cut"] = cut
+    return metadata

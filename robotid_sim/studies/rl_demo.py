@@ -208,18 +208,17 @@ def run_rl_demo(
     return build_run_folder(root, f"rl_demo_{arm.name}", write)
 
 
-def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir: Path, report: Progress):
-    import gymnasium
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+def _training_model(arm, estimator: str, seed: int, run_dir: Path):
+    """(model, its saved path, the env keywords it needs): ``estimator``'s model of ``arm`` from noisy simulated
+    data, saved in ``run_dir/models``.
 
-    from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, register_envs, to_sb3
+    Raises:
+        ConfigError: the model has no forward dynamics (the envs step it), naming ``--estimator``.
+    """
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
     from robotid_sim.sim import simulate
 
-    register_envs()
-    report("identify", 0, 1)
     noise = {"q": {"snr_db": 70}, "qd": {"snr_db": 50}, "qdd": {"snr_db": 30}, "tau": {"std": 0.05}}
     fitter = get_estimator(estimator).from_options()
     model = fitter.fit(IdentificationProblem(arm, simulate(arm, "default", noise=noise, seed=seed)))
@@ -228,10 +227,22 @@ def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run
             f"estimator '{estimator}' (--estimator) identified a '{model.kind}' model without forward dynamics, "
             "which the RL envs step: choose an estimator of a model with forward dynamics (e.g. --estimator ols)"
         )
-    # a model without the robot's structure (a feature library) takes the joint limits from the robot itself
-    with_robot = {"robot": arm} if getattr(model, "structure", None) is None else {}
     (run_dir / "models").mkdir()
     model_path = model.save(run_dir / "models" / f"{estimator}.json")
+    # a model without the robot's structure (a feature library) takes the joint limits from the robot itself
+    return model, model_path, ({"robot": arm} if getattr(model, "structure", None) is None else {})
+
+
+def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir: Path, report: Progress):
+    import gymnasium
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, register_envs, to_sb3
+
+    register_envs()
+    report("identify", 0, 1)
+    model, model_path, with_robot = _training_model(arm, estimator, seed, run_dir)
     report("identify", 1, 1)
     limit = demo_torque_limit(arm)
     venv = gymnasium.make_vec(
