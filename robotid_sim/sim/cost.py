@@ -157,7 +157,7 @@ def check_closed_loop(
     dt: float,
     controllers: int,
     allow_large: bool = False,
-    hint: str = "shorten closed_loop.duration or raise closed_loop.dt",
+    hint: str = "shorten closed_loop.duration (closed-loop --duration) or raise closed_loop.dt",
 ) -> SimulationCost:
     """The steps of a closed-loop comparison of ``controllers`` runs of ``duration`` s at ``dt``, refused
     above the memory or time limit: ``S · c · 250 µs`` for ``c`` controllers of ``S`` control steps each (the
