@@ -26,9 +26,12 @@ def identify(
         ConfigError: an unknown estimator or option, or an option of the wrong type (before any work).
         DataError: the data was recorded on another robot or with other joints than ``robot``'s
             (``dataset.metadata["robot"]``, ``dataset.joint_names``, the joint count), naming both.
-        IdentificationError: the data does not excite every base parameter.
+        IdentificationError: the data does not excite every base parameter; for data simulated with a duration
+            that cut the excitation before some joints moved (``dataset.metadata["excitation_cut"]``), the
+            message names that cause.
     """
     # imported here, not with the module: ``import robotid_sim`` must stay cheap (see __init__)
+    from robotid_sim.errors import IdentificationError
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
     from robotid_sim.robot import Robot, load_robot
@@ -36,4 +39,10 @@ def identify(
     est = get_estimator(estimator).from_options(**options)  # a bad option fails before the robot is built
     if not isinstance(robot, Robot):
         robot = load_robot(robot)
-    return est.fit(IdentificationProblem(robot, dataset, velocity_deadband=velocity_deadband))
+    try:
+        return est.fit(IdentificationProblem(robot, dataset, velocity_deadband=velocity_deadband))
+    except IdentificationError as exc:
+        cut = getattr(dataset, "metadata", {}).get("excitation_cut")
+        if cut is None:
+            raise
+        raise IdentificationError(f"{exc}. The cause: {cut}") from exc

@@ -246,6 +246,7 @@ def cmd_simulate(args) -> int:
             seed=args.seed,
             rate_hz=args.rate,
             progress=bars,
+            allow_large=args.allow_large,
         )
     written = ds.save(out)
     _out().print(f"wrote {written} ({ds.n_samples} samples, {ds.n_dof} joints)")
@@ -399,12 +400,9 @@ def cmd_closed_loop(args) -> int:
 
 
 def cmd_rl_demo(args) -> int:
-    # the numbers here (named by their flags), the extra by run_rl_demo, before anything is simulated
+    # run_rl_demo checks the numbers, the seed and the size (naming the flags), then the extra, before any work
     from robotid_sim.studies import run_rl_demo
 
-    for value, flag in ((args.timesteps, "--timesteps"), (args.envs, "--envs"), (args.episodes, "--episodes")):
-        if value < 1:
-            raise ConfigError(f"{flag} must be a whole number >= 1, got {value}")
     with _progress() as progress:
         run_dir = run_rl_demo(
             args.out,
@@ -415,6 +413,7 @@ def cmd_rl_demo(args) -> int:
             episodes=args.episodes,
             seed=args.seed,
             progress=_Bars(progress),
+            allow_large=args.allow_large,
         )
     from rich.table import Table
 
@@ -641,6 +640,11 @@ def _add_run_and_simulate(add_parser: Callable[..., argparse.ArgumentParser]) ->
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the noise, a whole number >= 0 (default 0)")
     p.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run a simulation estimated above 2 hours or half of this machine's RAM (never above the RAM)",
+    )
+    p.add_argument(
         "--out",
         required=True,
         help="output file (.npz, .csv or .mat; the suffix picks the format) in an existing folder; never overwritten",
@@ -726,7 +730,14 @@ def _add_rl_demo(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("--timesteps", type=int, default=3_000_000, help="PPO environment steps (default: 3,000,000)")
     p.add_argument("--envs", type=int, default=32, help="copies in the vector env (default: 32)")
     p.add_argument("--episodes", type=int, default=20, help="evaluation episodes per env (default: 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the data, the training and the episodes")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the data, the training and the episodes, a whole number >= 0"
+    )
+    p.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run a demo estimated above 2 hours or half of this machine's RAM (never above the RAM)",
+    )
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
     p.set_defaults(func=cmd_rl_demo)
 

@@ -251,10 +251,21 @@ def output_root(out_dir: str | Path | None, default: Path = DEFAULT_RUNS_DIR) ->
     return root
 
 
+def _missing_folders(root: Path) -> list[Path]:
+    """``root`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    while not root.exists() and root != root.parent:
+        missing.append(root)
+        root = root.parent
+    return missing
+
+
 def build_run_folder(root: Path, name: str, write: Callable[[Path], None]) -> Path:
     """Remove stale partial folders under ``root``, let ``write`` fill a new ``.partial-*`` folder, and rename it
-    to its final name (module docstring); on any failure or interruption the partial folder is removed."""
+    to its final name (module docstring); on any failure or interruption the partial folder is removed, and
+    ``root`` too when this call created it and it is empty again."""
     remove_stale_partials(root)
+    made = _missing_folders(root)  # made here: removed again if the run fails (nothing left behind)
     with sigterm_raises_system_exit():
         partial, final = new_run_dir(root, name)
         try:
@@ -263,6 +274,9 @@ def build_run_folder(root: Path, name: str, write: Callable[[Path], None]) -> Pa
             partial.rename(final)
         except BaseException as exc:
             shutil.rmtree(partial, ignore_errors=True)
+            for folder in made:
+                with contextlib.suppress(OSError):  # not empty: another run wrote there meanwhile
+                    folder.rmdir()
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 log.warning("run interrupted: removed its partial folder %s", partial)
             raise

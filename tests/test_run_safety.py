@@ -30,8 +30,10 @@ from robotid_sim.cli import main
 from robotid_sim.errors import ConfigError
 from robotid_sim.scenario import budget as budget_module
 from robotid_sim.scenario import plan as runner
-from robotid_sim.scenario.budget import RunBudget, estimate_run, simulation_cost
+from robotid_sim.scenario.budget import RunBudget, estimate_run
 from robotid_sim.scenario.schema import Scenario, load_scenario, parse_scenario
+from robotid_sim.sim import cost as cost_module
+from robotid_sim.sim.cost import simulation_cost
 from robotid_sim.studies import run as study_run
 
 TINY = TINY_SCENARIO
@@ -259,9 +261,9 @@ def test_non_finite_numbers_are_refused_by_the_schema(tmp_path):
 def test_the_budget_formula_and_its_limits():
     cost = simulation_cost(5, 10.0, 1e-3, 200.0)
     assert (cost.steps, cost.samples) == (10_000, 2_000)
-    assert cost.working_bytes == 10_000 * 5 * 8 * budget_module.SIMULATION_VALUES_PER_STEP
-    assert cost.data_bytes == 2_000 * 5 * 8 * budget_module.RECORDED_ARRAYS
-    assert cost.seconds == pytest.approx(10_000 * budget_module.SECONDS_PER_STEP)
+    assert cost.working_bytes == 10_000 * 5 * 8 * cost_module.SIMULATION_VALUES_PER_STEP
+    assert cost.data_bytes == 2_000 * 5 * 8 * cost_module.RECORDED_ARRAYS
+    assert cost.seconds == pytest.approx(10_000 * cost_module.SECONDS_PER_STEP)
     run = estimate_run(cost, simulation_cost(5, 5.0, 1e-3, 200.0), n_base=9)
     assert isinstance(run, RunBudget) and run.memory_bytes < 100e6
     run.check()  # a small run passes

@@ -27,6 +27,7 @@ import numpy as np
 
 from robotid_sim.errors import ConfigError, DataError, RobotIdError
 from robotid_sim.progress import Progress
+from robotid_sim.sim.cost import check_closed_loop
 from robotid_sim.sim.tracking import Controller, Plant, Reference
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,7 @@ def run_closed_loop(
     dt: float = DEFAULT_DT,
     friction: bool = True,
     progress: Progress | None = None,
+    allow_large: bool = False,
 ) -> ClosedLoopResult:
     """Drive ``plant`` along ``reference`` under ``controller`` and record the tracking.
 
@@ -172,12 +174,13 @@ def run_closed_loop(
         friction: with ``plant="pybullet"``, False simulates the robot without its friction law (an
             identified model given to a controller is then refused: its friction law is not the plant's).
         progress: optional ``progress(label, steps_done, steps_total)`` (:mod:`robotid_sim.progress`).
+        allow_large: lift the limits of :func:`~robotid_sim.sim.cost.check_closed_loop` (RAM: all, not half).
 
     Returns:
         A :class:`ClosedLoopResult` with the state, reference and torque at every step.
 
     Raises:
-        ConfigError: a bad controller, option, reference, duration or plant (before anything runs).
+        ConfigError: a bad controller, option, reference, duration or plant, or a run above the limits.
         PluginError: an unknown controller name.
         DataError: the controller returned a torque of the wrong shape or not finite; in PyBullet, a
             joint left its limits.
@@ -199,11 +202,12 @@ def run_closed_loop(
     simulated = robot if friction else _without_friction(robot)
     controller.reset(Plant(simulated if model is None else model, dt))  # its options are checked here, early
     excitation = resolve_excitation(robot, reference)
-    duration = float(excitation.duration if duration is None else duration)
-    if not (np.isfinite(duration) and duration > 0):
-        raise ConfigError(f"duration must be a finite number > 0 s, got {duration}")
-    excitation.check_limits(robot)
-    t = np.arange(max(int(round(duration / dt)), 1)) * dt
+    duration = excitation.duration if duration is None else duration
+    hint = "give a shorter duration or a longer dt, or allow_large=True to run it anyway"
+    steps = check_closed_loop(robot.n_dof, duration, dt, 1, allow_large, hint).steps
+    duration = float(duration)
+    excitation.check_limits(robot, duration=min(duration, excitation.duration))
+    t = np.arange(steps) * dt
     q_ref, qd_ref, qdd_ref = excitation.evaluate(t)
     q, qd, tau, diverged_at, plant_text = _drive(model, simulated, controller, (q_ref, qd_ref, qdd_ref), dt, progress)
     log.info("closed loop: %s on %s for %.3g s", controller.label, plant_text, duration)

@@ -29,12 +29,15 @@ class ClosedLoopOutcome:
             ``model``, ``controller_type``, ``duration_s``, ``diverged_at``.
         t: (N,) time of the run, or None (a run folder read back keeps no time series).
         error: (N, n) tracking error q_ref - q in ``units``, or None.
+        series: the run's time series in SI units (``t`` (N,); ``q``, ``qd``, ``q_ref``, ``qd_ref``, ``tau``
+            (N, n)), saved in the run folder as ``closed_loop/<label>.npz``; None when read back.
     """
 
     name: str
     metrics: dict
     t: np.ndarray | None = None
     error: np.ndarray | None = None
+    series: dict[str, np.ndarray] | None = None
 
 
 def run_closed_loop_plan(
@@ -71,8 +74,15 @@ def run_closed_loop_plan(
         report("closed loop", k, total)
         try:
             controller = entry.build(models)
-            result = run_closed_loop(
-                robot, controller, plan.reference, plan.duration, plant, dt=config.dt, friction=config.friction
+            result = run_closed_loop(  # the plan checked the whole comparison's size (allow_large included)
+                robot,
+                controller,
+                plan.reference,
+                plan.duration,
+                plant,
+                dt=config.dt,
+                friction=config.friction,
+                allow_large=True,
             )
         except Exception as exc:  # noqa: BLE001 - the loop's own stop (a DataError: a joint left its limits, a
             # torque was not finite) or anything a plugin controller raises; the other controllers still run
@@ -84,7 +94,8 @@ def run_closed_loop_plan(
             "model": None if entry.model is None else entry.model.text,
             **result.metrics(),
         }
-        outcomes.append(ClosedLoopOutcome(entry.label, metrics, result.t, result.error_display))
+        series = {name: getattr(result, name) for name in ("t", "q", "qd", "q_ref", "qd_ref", "tau")}
+        outcomes.append(ClosedLoopOutcome(entry.label, metrics, result.t, result.error_display, series))
     report("closed loop", total, total)
     notes.insert(
         0,

@@ -27,6 +27,11 @@ from robotid_sim.dynamics.newton_euler import inertial_regressor
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import DataError
 
+#: half-width of the range of a joint without position limits: continuous revolute joints (rad), and
+#: prismatic joints (m: a stroke of 0.4 m, where ±π m would reach far outside any real arm)
+UNLIMITED_REVOLUTE_RANGE = float(np.pi)
+UNLIMITED_PRISMATIC_RANGE = 0.2
+
 
 class RegressorChain(JointChain):
     """A chain whose standard parameters are laid out as in the module docstring.
@@ -125,10 +130,15 @@ class RegressorChain(JointChain):
         return Y
 
     def random_states(self, rng: np.random.Generator, N: int) -> tuple[np.ndarray, ...]:
-        """Random (q, qd, qdd), each (N, n), inside the position, velocity, acceleration limits."""
+        """Random (q, qd, qdd), each (N, n), inside the position, velocity, acceleration limits.
+
+        A joint without position limits is drawn in ±:data:`UNLIMITED_REVOLUTE_RANGE` rad (continuous) or
+        ±:data:`UNLIMITED_PRISMATIC_RANGE` m (prismatic), the ranges the generic default excitation uses.
+        """
         lo, hi = self.position_limits
-        lo = np.where(np.isfinite(lo), lo, -np.pi)
-        hi = np.where(np.isfinite(hi), hi, np.pi)
+        half = np.where(np.array(self.joint_kinds) == "prismatic", UNLIMITED_PRISMATIC_RANGE, UNLIMITED_REVOLUTE_RANGE)
+        lo = np.where(np.isfinite(lo), lo, -half)
+        hi = np.where(np.isfinite(hi), hi, half)
         q = rng.uniform(lo, hi, size=(N, self.n_dof))
         qd = rng.uniform(-1, 1, size=(N, self.n_dof)) * self.velocity_limit
         qdd = rng.uniform(-1, 1, size=(N, self.n_dof)) * self.acceleration_limit

@@ -234,11 +234,18 @@ class Excitation(ABC):
         return self.evaluate([self.duration])[0][0]
 
     # ------------------------------------------------------------------ limits
-    def _chunks(self, rate_hz: float):
-        """``(t, q, qd, qdd)`` on the grid at ``rate_hz``, in chunks of bounded memory."""
-        t = time_grid(self.duration, rate_hz)
-        for start in range(0, t.shape[0], _CHUNK):
-            tc = t[start : start + _CHUNK]
+    def _chunks(self, rate_hz: float, duration: float | None = None):
+        """``(t, q, qd, qdd)`` on the :func:`time_grid` of ``[0, duration]`` (default the excitation's) at
+        ``rate_hz``, in chunks of bounded memory: the grid itself is made one chunk at a time."""
+        end = self.duration if duration is None else duration
+        if rate_hz <= 0:
+            raise ConfigError(f"sample rate must be positive, got {rate_hz} Hz")
+        n = max(int(np.ceil(end * rate_hz - 1e-9)), 1)
+        step = end / n  # np.linspace(0, end, n + 1), whose last sample is exactly ``end``
+        for start in range(0, n + 1, _CHUNK):
+            tc = np.arange(start, min(start + _CHUNK, n + 1)) * step
+            if start + _CHUNK >= n + 1:
+                tc[-1] = end
             yield (tc, *self.evaluate(tc))
 
     def peak_values(self, rate_hz: float = CHECK_RATE_HZ) -> tuple[np.ndarray, ...]:
@@ -251,13 +258,16 @@ class Excitation(ABC):
             peaks[3] = np.maximum(peaks[3], np.abs(qdd).max(0))
         return tuple(peaks)
 
-    def check_limits(self, robot, margin: float = 0.0, rate_hz: float = CHECK_RATE_HZ) -> None:
+    def check_limits(
+        self, robot, margin: float = 0.0, rate_hz: float = CHECK_RATE_HZ, duration: float | None = None
+    ) -> None:
         """Raise :class:`ConfigError` if the trajectory leaves the joint limits.
 
         The trajectory is evaluated on a grid at ``rate_hz`` (1 kHz by default, the simulator
-        step) and compared with the position, velocity and acceleration limits of ``robot``
-        (a Robot or :class:`JointLimits`) shrunk by ``margin`` (see :meth:`JointLimits.shrunk`).
-        A slack of :data:`LIMIT_TOLERANCE` absorbs round-off.
+        step) over ``[0, duration]`` (default: the whole excitation; a simulation that plays only its
+        start checks only that, and never pays for the rest) and compared with the position, velocity
+        and acceleration limits of ``robot`` (a Robot or :class:`JointLimits`) shrunk by ``margin``
+        (see :meth:`JointLimits.shrunk`). A slack of :data:`LIMIT_TOLERANCE` absorbs round-off.
 
         Raises:
             ConfigError: naming the first violating joint, the quantity, the value and the time.
@@ -268,7 +278,7 @@ class Excitation(ABC):
         lim = limits.shrunk(margin)
         tol = LIMIT_TOLERANCE
         n_samples = 0
-        for t, q, qd, qdd in self._chunks(rate_hz):
+        for t, q, qd, qdd in self._chunks(rate_hz, duration):
             n_samples += t.shape[0]
             checks = (
                 ("position", q, q < lim.lower - tol, "below the lower limit", lim.lower),

@@ -190,6 +190,9 @@ class FourierExcitation(Excitation):
         b: cosine coefficients (n, L), rad/s.
         omega_f: base pulsation ω_f = 2π f (rad/s); seed 001 uses 2π·0.04 (T = 25 s).
         periods: number of periods K played; duration = K·2π/ω_f.
+        seed: the seed the coefficients were drawn with (:meth:`random`, or a recipe's optimisation), None when
+            given explicitly or drawn from fresh entropy: a record only, kept by :meth:`describe` (it does not
+            change the trajectory).
     """
 
     q0: np.ndarray
@@ -197,6 +200,7 @@ class FourierExcitation(Excitation):
     b: np.ndarray
     omega_f: float
     periods: int = 1
+    seed: int | None = None
     type_name = "fourier"
 
     def __post_init__(self):
@@ -256,7 +260,7 @@ class FourierExcitation(Excitation):
             "b": as_float_list(self.b),
             "omega_f": self.omega_f,
             "periods": self.periods,
-        }
+        } | ({} if self.seed is None else {"seed": self.seed})
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, t):
@@ -272,11 +276,11 @@ class FourierExcitation(Excitation):
     def project_start_stop(self) -> FourierExcitation:
         """Copy whose coefficients satisfy the start/stop constraints exactly (same q0)."""
         a, b = project_start_stop(self.a, self.b)
-        return FourierExcitation(self.q0, a, b, self.omega_f, self.periods)
+        return FourierExcitation(self.q0, a, b, self.omega_f, self.periods, self.seed)
 
     def repeat(self, k: int) -> FourierExcitation:
         """The same trajectory played ``k`` times as often (periods × k)."""
-        return FourierExcitation(self.q0, self.a, self.b, self.omega_f, self.periods * int(k))
+        return FourierExcitation(self.q0, self.a, self.b, self.omega_f, self.periods * int(k), self.seed)
 
     def fit_into_limits(self, robot, margin: float = 0.0, centre=0.5, fill: bool = True) -> FourierExcitation:
         """Copy scaled per joint into the limits of ``robot`` (see
@@ -285,7 +289,7 @@ class FourierExcitation(Excitation):
         q0, a, b, ok = fit_coefficients_into_limits(self.a, self.b, self.omega_f, limits, centre=centre, fill=fill)
         if not ok:
             logger.warning("some joints of the Fourier excitation do not move (zero coefficients)")
-        return FourierExcitation(q0, a, b, self.omega_f, self.periods)
+        return FourierExcitation(q0, a, b, self.omega_f, self.periods, self.seed)
 
     @classmethod
     def random(
@@ -316,6 +320,7 @@ class FourierExcitation(Excitation):
         Na, Nb = start_stop_basis(harmonics)
         x = rng.uniform(-1, 1, size=(limits.n_dof, 2, harmonics - 1))
         a, b = x[:, 0] @ Na.T, x[:, 1] @ Nb.T
-        return cls(np.zeros(limits.n_dof), a, b, 2 * np.pi * base_frequency, periods).fit_into_limits(
+        recorded = int(seed) if isinstance(seed, int | np.integer) else None  # a Generator is not recorded
+        return cls(np.zeros(limits.n_dof), a, b, 2 * np.pi * base_frequency, periods, recorded).fit_into_limits(
             limits, margin=margin
         )

@@ -37,6 +37,7 @@ scenarios exactly like the built-in ones (``sequence`` parts included).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -79,7 +80,8 @@ def _need_robot(kind: str, robot) -> None:
 def build_fourier(cfg: dict, robot) -> Excitation:
     if any(k in cfg for k in ("q0", "a", "b")):
         explicit = _validate("fourier", cfg, eo.FourierExplicitOptions)
-        return FourierExcitation(explicit.q0, explicit.a, explicit.b, float(explicit.omega_f), int(explicit.periods))
+        periods = int(explicit.periods)
+        return FourierExcitation(explicit.q0, explicit.a, explicit.b, float(explicit.omega_f), periods, explicit.seed)
     recipe = _validate("fourier", cfg, eo.FourierRecipeOptions)
     _need_robot("fourier", robot)
     harmonics = int(recipe.harmonics)
@@ -97,7 +99,7 @@ def build_fourier(cfg: dict, robot) -> Excitation:
     from robotid_sim.excitation.optimize import optimize_fourier  # SciPy: only when optimising
 
     result = optimize_fourier(robot, harmonics, base_frequency, periods=periods, margin=margin, seed=seed, **opt)
-    return result.excitation
+    return dataclasses.replace(result.excitation, seed=seed)
 
 
 def build_sequential_sine(cfg: dict, robot) -> Excitation:

@@ -129,6 +129,7 @@ class FourierExplicitOptions(Options):
     b: numbers() = Field(description="cosine coefficients (n, harmonics)")
     omega_f: real(0.0, exclusive=True) = Field(description="base angular frequency (rad/s)")
     periods: whole(1, MOST["periods"]) = Field(1, description="periods played")
+    seed: whole(0, nullable=True) = Field(None, description="the seed it was drawn with (a record only)")
 
 
 class FourierRecipeOptions(Options):

@@ -29,7 +29,7 @@ from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
 from robotid_sim.dynamics.chain import Joint
 from robotid_sim.dynamics.friction import CoulombViscous, FrictionModel, NoFriction, friction_from_dict
-from robotid_sim.dynamics.regressor import RegressorChain
+from robotid_sim.dynamics.regressor import UNLIMITED_PRISMATIC_RANGE, UNLIMITED_REVOLUTE_RANGE, RegressorChain
 from robotid_sim.dynamics.states import as_states
 from robotid_sim.errors import ConfigError, ModelError
 from robotid_sim.robot.sidecar import Sidecar, load_sidecar
@@ -44,8 +44,8 @@ DEFAULT_ACCELERATION_LIMIT = 5.0
 
 #: half-width of the position range a default excitation uses on a joint without position limits:
 #: continuous revolute joints (rad) and prismatic joints without limits (m)
-DEFAULT_REVOLUTE_RANGE = float(np.pi)
-DEFAULT_PRISMATIC_RANGE = 0.2
+DEFAULT_REVOLUTE_RANGE = UNLIMITED_REVOLUTE_RANGE
+DEFAULT_PRISMATIC_RANGE = UNLIMITED_PRISMATIC_RANGE
 
 #: :attr:`Robot.friction_source` of each origin of the friction model
 FRICTION_FROM_SIDECAR = "sidecar"

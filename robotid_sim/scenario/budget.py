@@ -1,10 +1,12 @@
 """What a run will cost, estimated before anything is simulated (SPEC §13: bad input never harms the machine).
 
 A scenario asking for ``duration: 1e5`` s, ``dt: 1e-12`` or ``rate_hz: 1e12`` would otherwise grow until the
-machine kills it, or end in a NumPy allocation traceback. :func:`simulation_cost` turns one simulation's
-numbers into steps, samples, bytes and seconds (cheap arithmetic, nothing allocated; :func:`simulate` can reuse
-it), :func:`estimate_run` adds up a scenario run, and :meth:`RunBudget.check` refuses one above the limits with
-a :class:`ConfigError` that states the estimate and the limit.
+machine kills it, or end in a NumPy allocation traceback. :func:`~robotid_sim.sim.cost.simulation_cost` turns one
+simulation's numbers into steps, samples, bytes and seconds (cheap arithmetic, nothing allocated; it lives with
+the simulator, whose :func:`~robotid_sim.sim.simulate.simulate` checks itself with it), :func:`estimate_run` adds
+up a scenario run, and :meth:`RunBudget.check` refuses one above the limits with a :class:`ConfigError` that
+states the estimate and the limit (the wording of :func:`~robotid_sim.sim.cost.limit_problems`, shared by every
+check).
 
 The estimate (bytes of float64, ``n`` joints, ``b`` base parameters, S physics steps, N recorded samples):
 
@@ -23,10 +25,8 @@ The estimate (bytes of float64, ``n`` joints, ``b`` base parameters, S physics s
 - time: ``S · 40 µs`` per simulation (``benchmarks/simulator_speed.py``: 21–34 µs per step on prrrp and hyper9);
 - disk: the two datasets' ``.npz`` files, ``N · (9 n + 1) · 8`` bytes each.
 
-A closed-loop comparison (``closed_loop:``) is checked on its own by :func:`check_closed_loop`: ``S · c ·
-250 µs`` for ``c`` controllers of ``S`` control steps each (the PyBullet torque step, the controller and a
-model's dynamics at N = 1: 90–190 µs per step measured on three_axis), and ``S · n · 8 · (25 + 6 c)`` bytes
-(the reference and the loop's temporaries, and the six recorded arrays per controller).
+A closed-loop comparison (``closed_loop:``) is checked on its own by
+:func:`~robotid_sim.sim.cost.check_closed_loop` (with the simulator: ``run_closed_loop`` checks itself with it).
 
 Limits: memory :func:`robotid_sim.safety.memory_limit_bytes` (half of this machine's RAM), time
 :data:`TIME_LIMIT_S` (2 hours), the free space of the output folder. ``simulation.allow_large: true`` lifts the
@@ -35,90 +35,24 @@ time limit and raises the memory limit to the whole RAM; the disk limit always h
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from robotid_sim.errors import ConfigError
 from robotid_sim.safety import memory_limit_bytes
+from robotid_sim.sim.cost import (
+    F64_BYTES,
+    TIME_LIMIT_S,
+    SimulationCost,
+    format_bytes,
+    limit_problems,
+)
 
-#: seconds of wall time per physics step of the tracking simulation (measured 21–34 µs, rounded up)
-SECONDS_PER_STEP = 40e-6
-#: seconds of wall time per control step of a closed-loop run (measured 90–190 µs on three_axis, rounded up)
-CLOSED_LOOP_SECONDS_PER_STEP = 250e-6
-#: float64 arrays (S, n) recorded per controller of a closed-loop run (t, q, qd, q_ref, qd_ref, tau)
-CLOSED_LOOP_ARRAYS = 6
-#: longest run accepted without ``simulation.allow_large`` (seconds)
-TIME_LIMIT_S = 2 * 3600.0
-#: float64 values held per physics step and joint while simulating (reference + temporaries)
-SIMULATION_VALUES_PER_STEP = 25
-#: float64 arrays (N, n) a recorded dataset holds (measured and true signals, rigid torque, t)
-RECORDED_ARRAYS = 10
 #: base regressors held at once while identifying (the regressor, its normalised copy, SVD factors)
 REGRESSOR_COPIES = 5
 #: float64 values per sample and joint of the Newton–Euler recursion forming the regressor
 REGRESSOR_WORK_VALUES = 30
 #: float64 values per row (sample and joint) held while every estimator streams the regressor
 STREAMED_ROW_VALUES = 12
-_F64 = 8
-
-
-@dataclass(frozen=True)
-class SimulationCost:
-    """What one simulation of ``duration`` seconds at physics step ``dt`` and recording rate ``rate_hz`` costs.
-
-    Attributes:
-        n_dof: joints.
-        steps: physics steps S (an int; may be astronomically large, nothing is allocated).
-        samples: recorded samples N = ceil(S / decimation).
-    """
-
-    n_dof: int
-    steps: int
-    samples: int
-
-    @property
-    def working_bytes(self) -> float:
-        """Memory while simulating: the reference at the physics rate and the loop's temporaries."""
-        return float(self.steps) * self.n_dof * _F64 * SIMULATION_VALUES_PER_STEP
-
-    @property
-    def data_bytes(self) -> float:
-        """Memory of the recorded dataset (measured and true signals)."""
-        return float(self.samples) * self.n_dof * _F64 * RECORDED_ARRAYS
-
-    @property
-    def file_bytes(self) -> float:
-        """Size of the dataset's ``.npz`` file: t and the measured and true q, qd, qdd, tau."""
-        return float(self.samples) * (9 * self.n_dof + 1) * _F64
-
-    @property
-    def seconds(self) -> float:
-        """Wall time of the simulation."""
-        return float(self.steps) * SECONDS_PER_STEP
-
-
-def simulation_cost(n_dof: int, duration: float, dt: float, rate_hz: float, what: str = "simulation") -> SimulationCost:
-    """Steps and samples of one simulation, checking its numbers (no array is made).
-
-    Raises:
-        ConfigError: a duration, step or rate that is not a finite positive number, or a rate that does not
-            divide the physics rate ``1/dt`` (the same rule as :func:`~robotid_sim.sim.simulate.simulate`).
-    """
-    for name, value in (("duration", duration), ("dt", dt), ("rate_hz", rate_hz)):
-        if not isinstance(value, int | float) or not math.isfinite(value) or not value > 0:
-            raise ConfigError(f"{what}: {name} must be a finite number > 0, got {value!r}")
-    ratio = 1.0 / (rate_hz * dt)
-    decimation = round(ratio) if math.isfinite(ratio) else 0
-    if decimation < 1 or abs(decimation * rate_hz * dt - 1.0) > 1e-9:
-        raise ConfigError(
-            f"{what}: rate_hz = {rate_hz:g} must divide the physics rate 1/dt = {1 / dt:g} Hz "
-            "(e.g. 100, 200, 500, 1000)"
-        )
-    steps_float = duration / dt
-    if not math.isfinite(steps_float):
-        raise ConfigError(f"{what}: duration / dt = {duration:g} / {dt:g} is not a finite number of steps")
-    steps = max(int(round(steps_float)), 1)
-    return SimulationCost(n_dof=int(n_dof), steps=steps, samples=-(-steps // decimation))
 
 
 @dataclass(frozen=True)
@@ -167,14 +101,7 @@ class RunBudget:
         """
         if memory_limit is None:
             memory_limit = memory_limit_bytes() * (2 if allow_large else 1)
-        memory_what = "this machine's RAM" if allow_large else "half of this machine's RAM"
-        problems = []
-        if self.memory_bytes > memory_limit:
-            problems.append(
-                f"about {format_bytes(self.memory_bytes)} of memory (limit {format_bytes(memory_limit)}, {memory_what})"
-            )
-        if not allow_large and time_limit is not None and self.seconds > time_limit:
-            problems.append(f"about {format_seconds(self.seconds)} of simulation (limit {format_seconds(time_limit)})")
+        problems = limit_problems(self.memory_bytes, self.seconds, memory_limit, allow_large, time_limit)
         if not problems:
             return
         hint = "shorten simulation.duration or validation.duration, lower simulation.rate_hz or raise simulation.dt"
@@ -202,7 +129,7 @@ def estimate_run(
     """
     ident, val = identification, validation
     per_row = REGRESSOR_COPIES * n_base + REGRESSOR_WORK_VALUES if forms_regressor else STREAMED_ROW_VALUES
-    regressor = float(ident.samples) * ident.n_dof * _F64 * per_row
+    regressor = float(ident.samples) * ident.n_dof * F64_BYTES * per_row
     phases = {
         "simulating the identification data": ident.working_bytes + ident.data_bytes,
         "simulating the validation data": ident.data_bytes + val.working_bytes + val.data_bytes,
@@ -218,49 +145,3 @@ def estimate_run(
         seconds=ident.seconds + val.seconds,
         disk_bytes=ident.file_bytes + val.file_bytes,
     )
-
-
-def check_closed_loop(
-    n_dof: int, duration: float, dt: float, controllers: int, allow_large: bool = False
-) -> SimulationCost:
-    """The steps of a closed-loop comparison of ``controllers`` runs of ``duration`` s at ``dt``, refused
-    above the memory or time limit as :meth:`RunBudget.check` refuses a run (module docstring).
-
-    Raises:
-        ConfigError: a duration or step that is not a finite positive number, or a comparison above the
-            limits, stating the estimate and the limit.
-    """
-    cost = simulation_cost(n_dof, duration, dt, 1.0 / dt if dt > 0 else math.nan, "closed_loop")
-    memory = cost.working_bytes + float(cost.steps) * n_dof * _F64 * CLOSED_LOOP_ARRAYS * controllers
-    seconds = float(cost.steps) * controllers * CLOSED_LOOP_SECONDS_PER_STEP
-    limit = memory_limit_bytes() * (2 if allow_large else 1)
-    problems = []
-    if memory > limit:
-        problems.append(f"about {format_bytes(memory)} of memory (limit {format_bytes(limit)})")
-    if not allow_large and seconds > TIME_LIMIT_S:
-        problems.append(f"about {format_seconds(seconds)} (limit {format_seconds(TIME_LIMIT_S)})")
-    if problems:
-        raise ConfigError(
-            f"the closed loop ({controllers} controllers x {cost.steps:.3g} steps) would need "
-            f"{' and '.join(problems)}; shorten closed_loop.duration or raise closed_loop.dt"
-        )
-    return cost
-
-
-def format_bytes(value: float) -> str:
-    """``"3.2 GB"``, ``"512 MB"`` (decimal units)."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
-
-
-def format_seconds(value: float) -> str:
-    """``"2 h"``, ``"35 min"``, ``"12 s"``; years for the absurd."""
-    if value >= 365 * 86400:
-        return f"{value / (365 * 86400):.3g} years"
-    if value >= 3600:
-        return f"{value / 3600:.3g} h"
-    if value >= 60:
-        return f"{value / 60:.3g} min"
-    return f"{value:.3g} s"

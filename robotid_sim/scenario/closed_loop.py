@@ -19,8 +19,8 @@ from typing import Any
 from robotid_sim.control import Plant
 from robotid_sim.control.closed_loop import PYBULLET
 from robotid_sim.errors import ConfigError, PluginError, RobotIdError
-from robotid_sim.scenario.budget import check_closed_loop
 from robotid_sim.scenario.schema import CAD_LABEL, ClosedLoopConfig, repeated
+from robotid_sim.sim.cost import check_closed_loop
 from robotid_sim.sim.simulate import resolve_excitation
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ def prepare_closed_loop(
     reference, text = _reference(config, robot, default_reference)
     duration = float(reference.duration if config.duration is None else config.duration)
     check_closed_loop(robot.n_dof, duration, config.dt, len(controllers), allow_large=allow_large)
-    reference.check_limits(robot)
+    reference.check_limits(robot, duration=min(duration, reference.duration))
     return ClosedLoopPlan(config, controllers, plant, reference, text, duration)
 
 

@@ -27,7 +27,7 @@ from robotid_sim.identification.problem import check_data_matches_robot, validat
 from robotid_sim.plugins import get_estimator
 from robotid_sim.progress import Progress, relabel
 from robotid_sim.robot import load_robot
-from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run, simulation_cost
+from robotid_sim.scenario.budget import RunBudget, SimulationCost, estimate_run
 from robotid_sim.scenario.closed_loop import ClosedLoopPlan, prepare_closed_loop
 from robotid_sim.scenario.schema import (
     CAD_LABEL,
@@ -38,6 +38,7 @@ from robotid_sim.scenario.schema import (
 )
 from robotid_sim.signal.filters import check_cutoff
 from robotid_sim.signal.preprocess import LOWPASS_NAME, period_samples, preprocess
+from robotid_sim.sim.cost import simulation_cost
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.sim.logs import experiments, load_logs, parse_log_source, per_experiment
 from robotid_sim.sim.simulate import (
@@ -292,8 +293,8 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     budget = estimate_run(ident_cost, val_cost, n_base, forms_regressor=forms_regressor)
     budget.check(allow_large=sim.allow_large)
     # after the budget: checking the limits evaluates the whole trajectory
-    excitation.check_limits(robot)
-    validation_excitation.check_limits(robot)
+    excitation.check_limits(robot, duration=min(duration, excitation.duration))
+    validation_excitation.check_limits(robot, duration=min(validation_duration, validation_excitation.duration))
     return RunPlan(
         scenario=sc,
         robot=robot,

@@ -492,7 +492,7 @@ class PyBulletSimulator:
                 progress("simulate", s, S)
         if progress is not None:
             progress("simulate", S, S)
-        self.check_positions(rec_q)
+        self.check_positions(rec_q, q_ref=q_ref[::decimation], controller=controller.label)
         motor = self.motor_torque(rec_rigid, rec_qd, rec_qdd) if exact else rec_tau
         return {"t": rec_t, "q": rec_q, "qd": rec_qd, "qdd": rec_qdd, "tau": motor, "tau_rigid": rec_rigid}
 
@@ -535,17 +535,31 @@ class PyBulletSimulator:
             raise DataError(f"{where} a non-finite {what} {when}: {arr.tolist()}")
         return arr
 
-    def check_positions(self, q: np.ndarray, tolerance: float = 1e-6) -> None:
-        """Raise :class:`DataError` naming the joint if any position left its limits."""
+    def check_positions(
+        self, q: np.ndarray, tolerance: float = 1e-6, q_ref: np.ndarray | None = None, controller: str = ""
+    ) -> None:
+        """Raise :class:`DataError` naming the joint if any position left its limits.
+
+        With the reference ``q_ref`` (same rows as ``q``) inside the limits, the message blames the tracking
+        controller ``controller`` (its gains), not the excitation.
+        """
         lo, hi = self.robot.position_limits
         below = q < lo - tolerance
         above = q > hi + tolerance
         if below.any() or above.any():
             j = int(np.argwhere(below | above)[0][1])
+            reference_inside = q_ref is not None and bool(
+                np.all((q_ref[:, j] >= lo[j] - tolerance) & (q_ref[:, j] <= hi[j] + tolerance))
+            )
+            fix = (
+                f"the reference stayed inside them, so the controller '{controller}' did not track it (unstable or "
+                "too weak gains?): change its gains"
+                if reference_inside
+                else "reduce the excitation amplitude"
+            )
             raise DataError(
                 f"joint '{self.robot.joint_names[j]}' left its limits [{lo[j]:.4g}, {hi[j]:.4g}] during "
-                f"simulation (range reached {q[:, j].min():.4g} .. {q[:, j].max():.4g}); "
-                "reduce the excitation amplitude"
+                f"simulation (range reached {q[:, j].min():.4g} .. {q[:, j].max():.4g}); {fix}"
             )
 
     # ------------------------------------------------------------------ rendering

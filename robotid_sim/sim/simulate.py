@@ -11,6 +11,7 @@ import numpy as np
 from robotid_sim.errors import ConfigError
 from robotid_sim.progress import Progress
 from robotid_sim.robot.model import Robot
+from robotid_sim.sim.cost import check_simulation, simulation_cost
 from robotid_sim.sim.dataset import Dataset, Signals
 from robotid_sim.sim.noise import NoiseChain, NoiseModel, noise_from_config
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT, PyBulletSimulator
@@ -160,6 +161,7 @@ def simulate(
     kd: float | None = None,
     controller: Controller | None = None,
     progress: Progress | None = None,
+    allow_large: bool = False,
 ) -> Dataset:
     """Simulate ``robot`` following ``excitation`` and return the measured dataset.
 
@@ -178,6 +180,8 @@ def simulate(
             default :class:`~robotid_sim.control.ComputedTorquePD` with ``kp``, ``kd``, i.e.
             computed torque on the true model + PD.
         progress: ``progress("simulate", steps_done, steps_total)`` for progress bars (:mod:`robotid_sim.progress`).
+        allow_large: run a simulation above the time limit, or above half of this machine's RAM but within it
+            (:func:`~robotid_sim.sim.cost.check_simulation`).
 
     Returns:
         A :class:`Dataset` with the measured signals, the noise-free ``truth`` and metadata
@@ -186,32 +190,32 @@ def simulate(
         (rigid body + rotor inertia + friction).
 
     Raises:
-        ConfigError: ``kp`` or ``kd`` given together with ``controller``; a bad duration or rate.
+        ConfigError: ``kp`` or ``kd`` given together with ``controller``; a bad duration, rate or seed; a
+            simulation above the memory or time limit (stating the estimate), refused before anything is
+            evaluated.
     """
     from robotid_sim.robot import load_robot
 
+    check_seed(seed)
     controller = _tracking_controller(controller, kp, kd)
     if not isinstance(robot, Robot):
         robot = load_robot(robot)
     exc = resolve_excitation(robot, excitation)
     chain = resolve_noise(robot, noise)
-    duration = exc.duration if duration is None else float(duration)
-    if not duration > 0:
-        raise ConfigError(f"duration must be > 0 s, got {duration}")
-    decimation = _decimation(rate_hz, dt)
-    exc.check_limits(robot)
-    steps = int(round(duration / dt))
+    duration = exc.duration if duration is None else duration
+    cost = simulation_cost(robot.n_dof, duration, dt, rate_hz)
+    check_simulation(cost, allow_large, SIMULATION_HINT)
+    duration, decimation = float(duration), _decimation(rate_hz, dt)
+    exc.check_limits(robot, duration=min(duration, exc.duration))
+    steps = cost.steps
     t_steps = np.arange(steps) * dt
     q_ref, qd_ref, qdd_ref = exc.evaluate(t_steps)
     with PyBulletSimulator(robot, dt=dt) as sim:
         rec = sim.track(q_ref, qd_ref, qdd_ref, decimation=decimation, controller=controller, progress=progress)
     truth = Signals(rec["q"], rec["qd"], rec["qdd"], rec["tau"])
     measured = chain.apply(truth.as_dict(), np.random.default_rng(seed))
-    metadata = _metadata(robot, exc, chain, controller, seed, rate_hz, dt, duration)
+    metadata = _metadata(robot, exc, chain, controller, seed, rate_hz, dt, duration, isinstance(excitation, str))
     metadata["tracking_error_max"] = float(np.abs(rec["q"] - q_ref[::decimation]).max())
-    note = generic_excitation_note(robot) if isinstance(excitation, str) else None
-    if note is not None:
-        metadata["excitation_default"] = note
     log.info("simulated %s for %.1f s: %d samples", robot.name, duration, len(rec["t"]))
     return Dataset(
         rec["t"],
@@ -222,6 +226,47 @@ def simulate(
         truth=truth,
         joint_names=list(robot.joint_names),
         metadata=metadata,
+    )
+
+
+#: how to shrink a simulation refused by :func:`~robotid_sim.sim.cost.check_simulation`
+SIMULATION_HINT = (
+    "give a shorter duration (robotid-sim simulate: --duration), an excitation that lasts less (a higher "
+    "base_frequency, fewer periods), a lower rate_hz (--rate), or allow_large=True (--allow-large) to run it anyway"
+)
+
+
+def check_seed(seed, what: str = "seed") -> None:
+    """Refuse a seed NumPy's generators do not take: anything but a whole number >= 0 (None is fresh entropy).
+
+    Raises:
+        ConfigError: naming ``what`` and the value.
+    """
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"{what} must be a whole number >= 0, got {seed!r}")
+
+
+def excitation_cut_note(exc, duration: float, joint_names) -> str | None:
+    """Why a simulation of ``duration`` s cannot identify every joint: it stops before the excitation moves some
+    (a sequential excitation moves one joint at a time), else None.
+
+    Only excitations with per-joint segments (:attr:`~robotid_sim.excitation.base.Segment.joint`) can leave a
+    joint unmoved this way; the others move every joint from the start.
+    """
+    by_joint: dict[int, float] = {}
+    for segment in exc.segments:
+        if segment.joint is not None:
+            by_joint[segment.joint] = min(by_joint.get(segment.joint, np.inf), segment.start)
+    unmoved = [joint_names[j] for j, start in sorted(by_joint.items()) if start >= duration]
+    if not unmoved:
+        return None
+    return (
+        f"the excitation '{exc.type_name}' lasts {exc.duration:.4g} s and moves the joints in turn; the duration "
+        f"{duration:.4g} s cuts it before joint(s) {unmoved} move, so their parameters cannot be identified from "
+        f"this data: leave the duration out (or give at least {exc.duration:.4g} s), or use an excitation that "
+        "moves every joint within it (e.g. {'type': 'fourier', 'harmonics': 5, 'base_frequency': 0.2})"
     )
 
 
@@ -251,9 +296,13 @@ def _decimation(rate_hz: float, dt: float) -> int:
     return decimation
 
 
-def _metadata(robot: Robot, exc, chain: NoiseChain, controller: Controller, seed, rate_hz, dt, duration) -> dict:
-    """A simulated dataset's metadata, up to its tracking error."""
-    return {
+def _metadata(
+    robot: Robot, exc, chain: NoiseChain, controller: Controller, seed, rate_hz, dt, duration, by_name: bool
+) -> dict:
+    """A simulated dataset's metadata, up to its tracking error; ``by_name``: the excitation was ``"default"``
+    (what it means for a robot without one: ``excitation_default``). An excitation cut short by ``duration``
+    is logged as a warning and recorded (``excitation_cut``, :func:`excitation_cut_note`)."""
+    metadata = {
         "robot": robot.name,
         "source": "simulation (PyBullet)",
         "excitation": exc.describe(),
@@ -265,3 +314,11 @@ def _metadata(robot: Robot, exc, chain: NoiseChain, controller: Controller, seed
         "duration_s": float(duration),
         "controller": controller.describe(),
     }
+    note = generic_excitation_note(robot) if by_name else None
+    if note is not None:
+        metadata["excitation_default"] = note
+    cut = excitation_cut_note(exc, duration, robot.joint_names)
+    if cut is not None:
+        log.warning("robot '%s': %s", robot.name, cut)
+        metadata["excitation_cut"] = cut
+    return metadata

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +31,9 @@ def run_closed_loop_study(
     The study is checked first (:func:`~robotid_sim.scenario.plan.prepare_closed_loop_study`, unless it is given
     prepared); the folder is then built like a scenario run's (``.partial-*``, renamed at the end, never an
     existing one). It holds ``closed_loop.yaml`` (the study as run), ``metrics.json`` and ``metrics.csv`` (one row
-    per controller: η and the largest error per joint), ``plots/tracking_errors.png``, ``report.md`` and
-    ``report.html``.
+    per controller: η and the largest error per joint), the time series of each controller
+    (``closed_loop/<label>.npz``, :func:`write_closed_loop_series`), ``plots/tracking_errors.png``, ``report.md``
+    and ``report.html``.
 
     Args:
         study: the validated study, or the plan ``prepare_closed_loop_study`` made of it.
@@ -59,6 +61,7 @@ def _write(plan: ClosedLoopStudyPlan, run_dir: Path, progress: Progress) -> None
         raise IdentificationError(f"every controller failed; the first, '{failures[0].name}': {failures[0].error}")
     rows = [{"controller": o.name, **o.metrics} for o in outcomes] + [f.metrics_row() for f in failures]
     write_metrics(run_dir, rows)
+    write_closed_loop_series(run_dir, outcomes)
     result = StudyResult(
         title=plan.study.name,
         robot_name=robot.name,
@@ -74,3 +77,29 @@ def _write(plan: ClosedLoopStudyPlan, run_dir: Path, progress: Progress) -> None
         failures=failures,
     )
     write_report(run_dir, result)
+
+
+#: folder of a run folder holding one ``.npz`` of time series per closed-loop controller
+CLOSED_LOOP_SERIES_DIR = "closed_loop"
+
+
+def write_closed_loop_series(run_dir: Path, outcomes) -> list[Path]:
+    """Save each controller's time series as ``closed_loop/<label>.npz`` in ``run_dir`` (none: no folder).
+
+    Each file holds ``t`` (N,) in s and ``q``, ``qd``, ``q_ref``, ``qd_ref``, ``tau`` (N, n) in SI units (rad,
+    m, rad/s, m/s, N·m, N) and ``controller``, the label. A label's characters other than letters, digits,
+    ``.``, ``_`` and ``-`` become ``_`` in the file name (``feedforward(ols)`` → ``feedforward_ols_.npz``).
+    """
+    written = []
+    for outcome in outcomes:
+        if outcome.series is None:
+            continue
+        folder = run_dir / CLOSED_LOOP_SERIES_DIR
+        folder.mkdir(exist_ok=True)
+        stem = re.sub(r"[^A-Za-z0-9._-]", "_", outcome.name)
+        path = folder / f"{stem}.npz"
+        if path.exists():  # two labels alike once cleaned ('a(b' and 'a)b')
+            path = folder / f"{stem}-{len(written)}.npz"
+        np.savez(path, controller=np.array(outcome.name), **outcome.series)
+        written.append(path)
+    return written

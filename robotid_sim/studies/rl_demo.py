@@ -35,6 +35,15 @@ from robotid_sim.progress import Progress
 
 #: gravity torques are sampled at this many random positions for :func:`demo_torque_limit`
 GRAVITY_SAMPLES = 2000
+#: PPO's rollout length per env copy (SB3's ``n_steps``): one rollout is ``n_steps × num_envs`` steps
+PPO_STEPS_PER_ROLLOUT = 256
+#: seconds of wall time per PPO environment step (measured 184 µs: 552 s for 3 M steps, 32 copies, 2 cores)
+TRAINING_SECONDS_PER_STEP = 250e-6
+#: seconds per evaluation step of both envs together (measured 3.2 ms identified + 5.3 ms PyBullet, loaded)
+EVALUATION_SECONDS_PER_STEP = 10e-3
+#: float64 values held per env copy, rollout step and joint (observations 4 n, actions n, six per-step scalars,
+#: and the torch copies of a minibatch: twice that, rounded up)
+ROLLOUT_VALUES_PER_STEP_AND_JOINT = 16
 
 
 @dataclass
@@ -97,6 +106,44 @@ def demo_torque_limit(robot) -> list[float]:
     return np.minimum(np.maximum(2.0 * gravity, low), effort).tolist()
 
 
+def check_rl_demo(timesteps: int, num_envs: int, episodes: int, seed: int, allow_large: bool = False) -> None:
+    """Refuse demo options out of range, or a demo above the memory or time limit
+    (:func:`robotid_sim.sim.cost.limit_problems`), before anything is imported or simulated.
+
+    The estimate: training ``max(timesteps, n_steps · num_envs) · 250 µs`` (PPO collects at least one rollout
+    of :data:`PPO_STEPS_PER_ROLLOUT` steps per copy), evaluation ``episodes · 200 · 10 ms`` (a step of both envs),
+    memory ``num_envs · n_steps · 16 · 8`` bytes per joint for the rollout buffer (3 joints assumed at least).
+
+    Raises:
+        ConfigError: naming each option by its argument and its ``rl-demo`` flag.
+    """
+    from robotid_sim.envs import DEFAULT_MAX_EPISODE_STEPS
+    from robotid_sim.safety import memory_limit_bytes
+    from robotid_sim.sim.cost import format_bytes, limit_problems
+    from robotid_sim.sim.simulate import check_seed
+
+    for value, name, flag in (
+        (timesteps, "timesteps", "--timesteps"),
+        (num_envs, "num_envs", "--envs"),
+        (episodes, "episodes", "--episodes"),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ConfigError(f"{name} ({flag}) must be a whole number >= 1, got {value!r}")
+    check_seed(seed, "seed (--seed)")
+    steps = max(timesteps, PPO_STEPS_PER_ROLLOUT * num_envs)
+    seconds = steps * TRAINING_SECONDS_PER_STEP + episodes * DEFAULT_MAX_EPISODE_STEPS * EVALUATION_SECONDS_PER_STEP
+    memory = float(num_envs) * PPO_STEPS_PER_ROLLOUT * ROLLOUT_VALUES_PER_STEP_AND_JOINT * 8 * 3
+    limit = memory_limit_bytes() * (2 if allow_large else 1)
+    problems = limit_problems(memory, seconds, limit, allow_large, work="training and evaluation")
+    if problems:
+        raise ConfigError(
+            f"this RL demo ({float(steps):.3g} PPO steps on {num_envs:,} env copies, {episodes:,} evaluation "
+            f"episodes per env, rollout buffer {format_bytes(memory)}) would need {' and '.join(problems)}; lower "
+            "timesteps (--timesteps), num_envs (--envs) or episodes (--episodes), or set allow_large=True "
+            "(--allow-large) to run it anyway"
+        )
+
+
 def _evaluate(agent, normalize, make_env, episodes: int, seed: int) -> tuple[list[float], list[float], np.ndarray]:
     """Deterministic episodes: returns, final joint errors, and the joint-error curve of the first episode."""
     returns, errors, curve = [], [], []
@@ -129,19 +176,27 @@ def run_rl_demo(
     episodes: int = 20,
     seed: int = 0,
     progress: Progress | None = None,
+    allow_large: bool = False,
 ) -> Path:
     """Identify ``robot``, train PPO on its identified reach env, evaluate on the identified and the PyBullet
     env (module docstring); returns the new run folder (under ``out_dir``, default ``./runs``).
 
+    ``allow_large``: run a demo estimated above the time limit or above half of this machine's RAM
+    (:func:`check_rl_demo`).
+
     Raises:
-        ConfigError: Stable-Baselines3 is not installed, or an option is out of range; checked before any work.
+        ConfigError: an option out of range or a demo above the limits (:func:`check_rl_demo`), an estimator
+            whose model the envs cannot step, or Stable-Baselines3 not installed; all but the model's forward
+            dynamics are checked before any work, and the sizes before Stable-Baselines3 is imported.
+        PluginError: an unknown estimator.
     """
-    require_sb3()
-    if timesteps < 1 or num_envs < 1 or episodes < 1:
-        raise ConfigError(f"timesteps, num_envs and episodes must be >= 1, got {timesteps}, {num_envs}, {episodes}")
+    from robotid_sim.plugins import get_estimator
     from robotid_sim.robot import load_robot
     from robotid_sim.run_folder import build_run_folder, output_root
 
+    check_rl_demo(timesteps, num_envs, episodes, seed, allow_large)
+    get_estimator(estimator).from_options()  # an unknown estimator is refused before Stable-Baselines3 is asked for
+    require_sb3()
     arm = load_robot(robot)
     root = output_root(out_dir)
     report = progress or (lambda *_: None)
@@ -153,23 +208,41 @@ def run_rl_demo(
     return build_run_folder(root, f"rl_demo_{arm.name}", write)
 
 
+def _training_model(arm, estimator: str, seed: int, run_dir: Path):
+    """(model, its saved path, the env keywords it needs): ``estimator``'s model of ``arm`` from noisy simulated
+    data, saved in ``run_dir/models``.
+
+    Raises:
+        ConfigError: the model has no forward dynamics (the envs step it), naming ``--estimator``.
+    """
+    from robotid_sim.identification import IdentificationProblem
+    from robotid_sim.plugins import get_estimator
+    from robotid_sim.sim import simulate
+
+    noise = {"q": {"snr_db": 70}, "qd": {"snr_db": 50}, "qdd": {"snr_db": 30}, "tau": {"std": 0.05}}
+    fitter = get_estimator(estimator).from_options()
+    model = fitter.fit(IdentificationProblem(arm, simulate(arm, "default", noise=noise, seed=seed)))
+    if not model.has_forward_dynamics:
+        raise ConfigError(
+            f"estimator '{estimator}' (--estimator) identified a '{model.kind}' model without forward dynamics, "
+            "which the RL envs step: choose an estimator of a model with forward dynamics (e.g. --estimator ols)"
+        )
+    (run_dir / "models").mkdir()
+    model_path = model.save(run_dir / "models" / f"{estimator}.json")
+    # a model without the robot's structure (a feature library) takes the joint limits from the robot itself
+    return model, model_path, ({"robot": arm} if getattr(model, "structure", None) is None else {})
+
+
 def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir: Path, report: Progress):
     import gymnasium
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
     from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, register_envs, to_sb3
-    from robotid_sim.identification import IdentificationProblem
-    from robotid_sim.plugins import get_estimator
-    from robotid_sim.sim import simulate
 
     register_envs()
     report("identify", 0, 1)
-    noise = {"q": {"snr_db": 70}, "qd": {"snr_db": 50}, "qdd": {"snr_db": 30}, "tau": {"std": 0.05}}
-    fitter = get_estimator(estimator).from_options()
-    model = fitter.fit(IdentificationProblem(arm, simulate(arm, "default", noise=noise, seed=seed)))
-    (run_dir / "models").mkdir()
-    model_path = model.save(run_dir / "models" / f"{estimator}.json")
+    model, model_path, with_robot = _training_model(arm, estimator, seed, run_dir)
     report("identify", 1, 1)
     limit = demo_torque_limit(arm)
     venv = gymnasium.make_vec(
@@ -178,6 +251,7 @@ def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run
         model=model,
         task="reach",
         torque_limit=limit,
+        **with_robot,
         vectorization_mode="vector_entry_point",
         autoreset_mode="SameStep",
     )
@@ -215,7 +289,9 @@ def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run
     result = DemoResult(arm.name, estimator, timesteps, train_seconds, limit)
     curves = {}
     envs = {
-        "identified": lambda: gymnasium.make(IDENTIFIED_ARM_ID, model=model_path, task="reach", torque_limit=limit),
+        "identified": lambda: gymnasium.make(
+            IDENTIFIED_ARM_ID, model=model_path, task="reach", torque_limit=limit, **with_robot
+        ),
         "pybullet": lambda: gymnasium.make(PYBULLET_ARM_ID, robot=arm, task="reach", torque_limit=limit),
     }
     for k, (name, make_env) in enumerate(envs.items()):
