@@ -31,7 +31,6 @@ def identify(
             message names that cause.
     """
     # imported here, not with the module: ``import robotid_sim`` must stay cheap (see __init__)
-    from robotid_sim.errors import IdentificationError
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
     from robotid_sim.robot import Robot, load_robot
@@ -39,10 +38,4 @@ def identify(
     est = get_estimator(estimator).from_options(**options)  # a bad option fails before the robot is built
     if not isinstance(robot, Robot):
         robot = load_robot(robot)
-    try:
-        return est.fit(IdentificationProblem(robot, dataset, velocity_deadband=velocity_deadband))
-    except IdentificationError as exc:
-        cut = getattr(dataset, "metadata", {}).get("excitation_cut")
-        if cut is None:
-            raise
-        raise IdentificationError(f"{exc}. The cause: {cut}") from exc
+    return est.fit(IdentificationProblem(robot, dataset, velocity_deadband=velocity_deadband))

@@ -289,6 +289,10 @@ def test_scenario_closed_loop_section_end_to_end(tmp_path):
         assert len(row["eta"]) == 3 and row["plant"] == "pybullet" and row["duration_s"] == pytest.approx(1.0)
     assert all(np.array(controllers["pid"]["eta"]) > np.array(controllers["feedforward(ols)"]["eta"]))
     assert (run / "plots" / "tracking_errors.png").stat().st_size > 0
+    series = sorted(p.name for p in (run / "closed_loop").iterdir())  # the scenario's series are kept too
+    assert series == ["computed_torque_CAD_.npz", "feedforward_ols_.npz", "pid.npz"]
+    with np.load(run / "closed_loop" / "pid.npz") as pid:
+        assert pid["q"].shape == pid["q_ref"].shape == (pid["t"].size, 3)
     report = (run / "report.md").read_text()
     assert "## Closed loop" in report and "| feedforward(ols) |" in report and "tracking_errors.png" in report
     assert "tracks the validation trajectory for 1 s" in report

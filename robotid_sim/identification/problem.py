@@ -450,6 +450,13 @@ class IdentificationProblem:
         """
         return self._excitation_condition
 
+    def _cause_note(self) -> str:
+        """The known cause of a rank-deficient excitation: a simulation cut short before some joints moved
+        (``dataset.metadata["excitation_cut"]``, :func:`robotid_sim.sim.simulate.excitation_cut_note`)."""
+        metadata = getattr(self.dataset, "metadata", None)
+        cut = metadata.get("excitation_cut") if isinstance(metadata, dict) else None
+        return "" if cut is None else f". The cause: {cut}"
+
     def _deadband_note(self) -> str:
         if self._keep is None:
             return ""
@@ -524,6 +531,7 @@ class IdentificationProblem:
             raise IdentificationError(
                 f"rank-deficient excitation: base parameter(s) {names} have an all-zero regressor column on "
                 f"this data (the joints that excite them do not move){self._deadband_note()}; use a richer excitation"
+                f"{self._cause_note()}"
             )
         if scaled_cond > RANK_DEFICIENT_CONDITION:
             weakest = np.argsort(-np.abs(v))[:3]
@@ -531,7 +539,7 @@ class IdentificationProblem:
             raise IdentificationError(
                 f"rank-deficient excitation: condition number {scaled_cond:.3g} of the base regressor; the "
                 f"combination of {names} is not excited{self._deadband_note()}. Use a longer or optimised "
-                "excitation (e.g. excitation.type: fourier with optimize)"
+                f"excitation (e.g. excitation.type: fourier with optimize){self._cause_note()}"
             )
         return cond  # = metrics.condition_number of the rows in use
 

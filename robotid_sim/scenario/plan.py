@@ -262,14 +262,9 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
             forms_regressor=forms_regressor,
         )
         budget.check()
+        closed_loop = _prepare_closed_loop(sc, robot, None, base_dir)
         return RunPlan(
-            scenario=sc,
-            robot=robot,
-            estimators=estimators,
-            budget=budget,
-            recorded=(ident, val),
-            closed_loop=_prepare_closed_loop(sc, robot, None, base_dir),
-            structure=structure,
+            sc, robot, estimators, budget, recorded=(ident, val), closed_loop=closed_loop, structure=structure
         )
     sim = sc.simulation
     excitation = resolve_excitation(robot, sc.excitation)
@@ -282,14 +277,7 @@ def prepare_run(sc: Scenario, base_dir: str | Path | None = None) -> RunPlan:
     )
     ident_cost = simulation_cost(robot.n_dof, duration, sim.dt, sim.rate_hz, "simulation")
     val_cost = simulation_cost(robot.n_dof, validation_duration, sim.dt, sim.rate_hz, "validation simulation")
-    pre = sc.preprocessing
-    filtered_samples = ident_cost.samples
-    if pre.period_average is not None:
-        filtered_samples = period_samples(
-            excitation.describe(), 1.0 / sim.rate_hz, ident_cost.samples, pre.period_average
-        )
-    if pre.lowpass_hz is not None:
-        check_cutoff(pre.lowpass_hz, sim.rate_hz, filtered_samples, LOWPASS_NAME)
+    _check_simulated_preprocessing(sc.preprocessing, excitation, sim.rate_hz, ident_cost.samples)
     budget = estimate_run(ident_cost, val_cost, n_base, forms_regressor=forms_regressor)
     budget.check(allow_large=sim.allow_large)
     # after the budget: checking the limits evaluates the whole trajectory
@@ -335,6 +323,15 @@ def _prepare_closed_loop(sc: Scenario, robot, validation_excitation, base_dir: P
         base_dir,
         allow_large=sc.simulation.allow_large,
     )
+
+
+def _check_simulated_preprocessing(pre: PreprocessingConfig, excitation, rate_hz: float, samples: int) -> None:
+    """Period averaging and the low-pass cut-off checked against the samples the simulation will record (the
+    periods kept by averaging, which come first)."""
+    if pre.period_average is not None:
+        samples = period_samples(excitation.describe(), 1.0 / rate_hz, samples, pre.period_average)
+    if pre.lowpass_hz is not None:
+        check_cutoff(pre.lowpass_hz, rate_hz, samples, LOWPASS_NAME)
 
 
 def _check_recorded_lowpass(pre: PreprocessingConfig, ident: Dataset, val: Dataset) -> None:

@@ -43,6 +43,7 @@ from robotid_sim.scenario.plan import (
 )
 from robotid_sim.scenario.schema import CAD_LABEL, Scenario
 from robotid_sim.sim.logs import experiments
+from robotid_sim.studies.closed_loop import write_closed_loop_series
 from robotid_sim.studies.metrics_files import write_metrics
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ def _run(plan: RunPlan, run_dir: Path, progress: Progress, on_done) -> None:
     if plan.closed_loop is not None:
         by_label = {o.name.casefold(): model for o, model in zip(identified.outcomes, identified.models, strict=True)}
         closed_loop, more, stopped = run_closed_loop_plan(plan.closed_loop, plan.robot, by_label, progress)
+        write_closed_loop_series(run_dir, closed_loop)
         notes += more
     failures = identified.failures + stopped
     rows = identified.rows + [{"controller": o.name, **o.metrics} for o in closed_loop]
