@@ -28,6 +28,7 @@ import robotid_sim as rid
 from robotid_sim import run_folder
 from robotid_sim.cli import main
 from robotid_sim.errors import ConfigError
+from robotid_sim.identification.problem import STACKED_REGRESSOR_COPIES
 from robotid_sim.scenario import budget as budget_module
 from robotid_sim.scenario import plan as runner
 from robotid_sim.scenario.budget import RunBudget, estimate_run
@@ -345,7 +346,7 @@ def no_simulation(monkeypatch):
             "random_waypoints",
         ),
         ({"excitation": {"type": "polynomial", "random_waypoints": 6, "durations": "auto"}}, "validation.excitation"),
-        ({"preprocessing": {"lowpass_hz": 80}}, "must be below the Nyquist frequency of simulation.rate_hz, 50 Hz"),
+        ({"preprocessing": {"lowpass_hz": 80}}, "must be below the Nyquist frequency fs/2 = 50 Hz of the data (100 Hz)"),
         ({"preprocessing": {"period_average": 3}}, "period_average needs a periodic (fourier) excitation"),
         (
             {
@@ -538,7 +539,7 @@ def test_a_run_whose_estimators_stream_the_regressor_budgets_no_stacked_copy(mon
 
     cost = simulation_cost(9, 100.0, 1e-3, 1000.0)
     formed, streamed = estimate_run(cost, cost, 91), estimate_run(cost, cost, 91, forms_regressor=False)
-    stacked = cost.samples * 9 * 8 * (budget_module.REGRESSOR_COPIES * 91 + budget_module.REGRESSOR_WORK_VALUES)
+    stacked = cost.samples * 9 * 8 * (STACKED_REGRESSOR_COPIES * 91 + budget_module.REGRESSOR_WORK_VALUES)
     assert formed.peak_phase == "identifying" and formed.memory_bytes > stacked
     assert streamed.peak_phase != "identifying" and streamed.memory_bytes < formed.memory_bytes / 10
     monkeypatch.setattr(budget_module, "memory_limit_bytes", lambda: 2e9)

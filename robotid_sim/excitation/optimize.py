@@ -22,7 +22,6 @@ and final values are recomputed with an SVD of Y.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -37,12 +36,7 @@ from robotid_sim.excitation.fourier import (
     fourier_excursion,
     start_stop_basis,
 )
-
-try:  # installed with scikit-learn; small BLAS calls run faster on one thread, above all
-    # when the cores are shared with other processes
-    from threadpoolctl import threadpool_limits
-except ImportError:  # pragma: no cover
-    threadpool_limits = None
+from robotid_sim.threads import one_blas_thread
 
 logger = logging.getLogger(__name__)
 
@@ -170,8 +164,7 @@ class _Objective:
         x = np.asarray(x, float)
         if x.ndim == 1:
             return self(x[:, None])[0]
-        limit = threadpool_limits(1) if threadpool_limits else contextlib.nullcontext()
-        with limit:
+        with one_blas_thread():  # small BLAS calls run faster on one thread, above all on shared cores
             return self._score(x)
 
     def _score(self, x: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ CHUNK_BYTES = 8 * 2**20
 #: condition numbers the Gram matrix resolves; above, the excitation checks take a QR of the rows
 GRAM_CONDITION_LIMIT = 1e6
 #: stacked base regressors held at once where one is formed: the regressor, its rows in use, a column-scaled
-#: copy and the QR/SVD factors (as :data:`robotid_sim.scenario.budget.REGRESSOR_COPIES` counts them)
+#: copy and the QR/SVD factors (the run budget, :mod:`robotid_sim.scenario.budget`, counts the same)
 STACKED_REGRESSOR_COPIES = 5
 
 

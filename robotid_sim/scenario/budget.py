@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from robotid_sim.errors import ConfigError
+from robotid_sim.identification.problem import STACKED_REGRESSOR_COPIES
 from robotid_sim.safety import memory_limit_bytes
 from robotid_sim.sim.cost import (
     F64_BYTES,
@@ -47,8 +48,6 @@ from robotid_sim.sim.cost import (
     limit_problems,
 )
 
-#: base regressors held at once while identifying (the regressor, its normalised copy, SVD factors)
-REGRESSOR_COPIES = 5
 #: float64 values per sample and joint of the Newton–Euler recursion forming the regressor
 REGRESSOR_WORK_VALUES = 30
 #: float64 values per row (sample and joint) held while every estimator streams the regressor
@@ -128,7 +127,7 @@ def estimate_run(
     ``forms_regressor``: False when every estimator streams the regressor (no stacked copy in memory).
     """
     ident, val = identification, validation
-    per_row = REGRESSOR_COPIES * n_base + REGRESSOR_WORK_VALUES if forms_regressor else STREAMED_ROW_VALUES
+    per_row = STACKED_REGRESSOR_COPIES * n_base + REGRESSOR_WORK_VALUES if forms_regressor else STREAMED_ROW_VALUES
     regressor = float(ident.samples) * ident.n_dof * F64_BYTES * per_row
     phases = {
         "simulating the identification data": ident.working_bytes + ident.data_bytes,
