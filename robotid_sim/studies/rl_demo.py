@@ -304,6 +304,7 @@ def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run
 
 
 def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarray]) -> None:
+    from robotid_sim.envs.spec import CONTROL_DT
     from robotid_sim.report.plots import new_figure, save_figure
 
     plots = run_dir / "plots"
@@ -314,17 +315,18 @@ def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarr
     ax.scatter(ident, truth, s=18)
     top = float(max(ident.max(), truth.max(), 1e-3)) * 1.05
     ax.plot([0, top], [0, top], "k--", lw=0.8, label="no gap")
-    ax.set_xlabel("final joint error on the identified env [rad]")
-    ax.set_ylabel("final joint error on PyBullet (truth) [rad]")
+    unit = "[rad; m for prismatic joints]"  # the joint error's norm, in each joint's own unit
+    ax.set_xlabel(f"final joint error on the identified env {unit}")
+    ax.set_ylabel(f"final joint error on PyBullet (truth) {unit}")
     ax.set_title(f"{result.robot}: policy trained on the identified model only")
     ax.legend()
     save_figure(fig, plots / "final_errors.png")
     fig = new_figure(7.0, 3.5)
     ax = fig.add_subplot()
     for name, curve in curves.items():
-        ax.plot(np.arange(len(curve)) * 0.01, curve, label=name)
+        ax.plot(np.arange(len(curve)) * CONTROL_DT, curve, label=name)
     ax.set_xlabel("time [s]")
-    ax.set_ylabel("‖q − q*‖ [rad]")
+    ax.set_ylabel(f"‖q − q*‖ {unit}")
     ax.set_title("first evaluation episode (same start and target)")
     ax.legend()
     save_figure(fig, plots / "episode.png")
