@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -10,7 +11,6 @@ import gymnasium
 import numpy as np
 import pytest
 from conftest import BUNDLED
-from helpers import run_cli
 
 import robotid_sim as rid
 from robotid_sim.cli import main
@@ -20,8 +20,9 @@ from robotid_sim.identification.export import consistent_standard_parameters, ex
 from robotid_sim.identification.features import FeatureLibrary
 from robotid_sim.identification.lmi import standard_consistency
 from robotid_sim.identification.models import BaseParameterModel
-from robotid_sim.robot.export import viscous_and_coulomb
-from robotid_sim.testing import exact_datasets
+from robotid_sim.robot.model import urdf_friction_tags
+from robotid_sim.sim.dataset import Dataset
+from robotid_sim.testing import exact_multisine
 
 MODELS = ("ols", "lmi_wls")
 #: env step of the tracking test (s)
@@ -29,12 +30,15 @@ CONTROL_DT = 0.002
 
 
 @pytest.fixture(scope="session")
-def identified() -> dict[tuple[str, str], object]:
-    """An ols (base parameters) and an lmi_wls (standard parameters) model of every bundled robot, from 12 s of
-    noise-free data (robotid_sim.testing)."""
+def identified(robots) -> dict[tuple[str, str], object]:
+    """An ols (base parameters) and an lmi_wls (standard parameters) model of every bundled robot, from 6 s of
+    noise-free data at 50 Hz (robotid_sim.testing's exact multi-sine; the session's robots, so their base
+    parameters are reduced once for the whole test session)."""
     out = {}
     for name in BUNDLED:
-        robot, dataset, _ = exact_datasets(name)
+        robot = robots[name]
+        t, q, qd, qdd = exact_multisine(robot, 0, 6.0, 50.0)
+        dataset = Dataset(t, q, qd, qdd, robot.inverse_dynamics(q, qd, qdd), joint_names=robot.joint_names)
         for estimator in MODELS:
             out[name, estimator] = rid.identify(dataset, robot, estimator)
     return out
@@ -81,7 +85,7 @@ def test_the_exported_urdf_loads_back_with_the_models_torque(identified, exporte
 def test_urdf_dynamics_tags_carry_coulomb_and_viscous_friction(exported, name):
     path = exported[name, "ols"]
     back = rid.load_robot(path)
-    fc, fv = viscous_and_coulomb(back)
+    fc, fv = urdf_friction_tags(back.friction)
     joints = [j for j in ET.parse(path).getroot().findall("joint")]
     tags = np.array(
         [[float(j.find("dynamics").get("friction")), float(j.find("dynamics").get("damping"))] for j in joints]
@@ -89,6 +93,15 @@ def test_urdf_dynamics_tags_carry_coulomb_and_viscous_friction(exported, name):
     assert np.array_equal(tags, np.stack([fc, fv], axis=1)) and np.all(tags[:, 0] > 0)
     # hyper9's law has an exponent: its fv term is not viscous and stays in the sidecar only
     assert np.all(tags[:, 1] == 0) == (name == "hyper9")
+
+
+def test_loading_an_exported_urdf_warns_of_nothing(exported, caplog):
+    """The tags hold the Coulomb and viscous part of the sidecar's law (scara: with offsets; hyper9: Stribeck with
+    an exponent), so the sidecar replacing them is no contradiction to warn about."""
+    for name in ("scara", "hyper9"):
+        with caplog.at_level(logging.WARNING):
+            rid.load_robot(exported[name, "ols"])
+    assert caplog.text == ""
 
 
 def _without_friction(model):
@@ -164,13 +177,15 @@ def test_a_negative_friction_coefficient_is_named(identified, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_cli_refuses_an_impossible_model_in_one_line_with_exit_2(identified, tmp_path):
+def test_the_cli_refuses_an_impossible_model_in_one_line_with_exit_2(identified, tmp_path, capsys):
+    """In process (``main`` returns the exit status the console script exits with): a subprocess would spend
+    ~10 s importing cvxpy on the 2-core CI machine."""
     saved = _impossible_ols(identified["planar3r", "ols"]).save(tmp_path / "m.json")
     before = sorted(tmp_path.iterdir())
-    result = run_cli(["export", str(saved), "--urdf", "out.urdf", "--mjcf", "out.xml"], tmp_path)
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:") and "link 3" in lines[0], result.stderr
+    out = [str(tmp_path / "out.urdf"), "--mjcf", str(tmp_path / "out.xml")]
+    assert main(["export", str(saved), "--urdf", *out]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "link 3" in lines[0], lines
     assert sorted(tmp_path.iterdir()) == before
 
 
@@ -261,7 +276,7 @@ def test_mujoco_inverse_dynamics_of_the_mjcf_is_the_models_rigid_body_rotor_and_
     mj.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
     data = mujoco.MjData(mj)
     robot = rid.Robot.from_structure(model.structure, consistent_standard_parameters(model))
-    _, fv = viscous_and_coulomb(robot)
+    _, fv = urdf_friction_tags(robot.friction)
     q, qd, qdd = _states(model, seed=5, n=50)
     expected = robot.rigid_body_torque(q, qd, qdd) + fv * qd
     if robot.rotor_inertia is not None:

@@ -10,11 +10,12 @@ the moving bodies and their poses into the joint origins).
 written as its shortest exact ``repr``), per joint ``<limit>`` (position, velocity and effort limits where
 finite; a revolute joint without position limits is ``continuous``; a prismatic one gets ``lower = upper =
 0``, the project's and PyBullet's "no limit") and ``<dynamics friction= damping=>`` with the Coulomb and
-viscous coefficients of the friction law (``fc``, and ``fv`` where it is viscous, i.e. the law has no
-exponent ``alpha``). What URDF cannot hold goes into the **sidecar** written beside it, ``<stem>.yaml``
-(:func:`sidecar_data`): gravity, the whole friction law (offsets, Stribeck and exponent terms), rotor
-inertia, gear ratios and velocity/acceleration limits, so that ``load_robot("<stem>.urdf")``, which finds
-``<stem>.yaml`` beside the file, gives back the same dynamics.
+viscous coefficients of the friction law (:func:`~robotid_sim.robot.model.urdf_friction_tags`: ``fc``, and
+``fv`` where it is viscous, i.e. the law has no exponent ``alpha``). What URDF cannot hold goes into the
+**sidecar** written beside it, ``<stem>.yaml`` (:func:`sidecar_data`): gravity, the whole friction law
+(offsets, Stribeck and exponent terms), rotor inertia, gear ratios and velocity/acceleration limits, so that
+``load_robot("<stem>.urdf")``, which finds ``<stem>.yaml`` beside the file, gives back the same dynamics
+(without a warning: the tags agree with the sidecar's law).
 
 **MJCF** (:func:`mjcf_text`, for MuJoCo): nested bodies with their inertial in principal form, ``hinge`` or
 ``slide`` joints with ``armature`` = rotor inertia, ``damping`` = viscous coefficient ``fv`` and
@@ -41,7 +42,7 @@ import yaml
 
 from robotid_sim.dynamics.chain import matrix_to_rpy, rpy_to_matrix, split_inertial
 from robotid_sim.errors import ConfigError, ModelError
-from robotid_sim.robot.model import Robot
+from robotid_sim.robot.model import Robot, urdf_friction_tags
 from robotid_sim.robot.urdf import principal_inertial
 from robotid_sim.safety import atomic_write
 
@@ -88,19 +89,6 @@ def _checked_names(robot: Robot) -> tuple[str, list[str]]:
     return base, links
 
 
-def viscous_and_coulomb(robot: Robot) -> tuple[np.ndarray, np.ndarray]:
-    """(fc, fv) (n,) of the robot's friction law that URDF ``<dynamics>`` and MJCF carry.
-
-    ``fc`` is the Coulomb coefficient where the law has one; ``fv`` the viscous one where the law has a
-    linear viscous term (no exponent ``alpha``); zeros otherwise.
-    """
-    law = robot.friction.to_dict()
-    n = robot.n_dof
-    fc = np.asarray(law.get("fc", np.zeros(n)), float)
-    fv = np.asarray(law.get("fv", np.zeros(n)), float) if "alpha" not in law else np.zeros(n)
-    return fc, fv
-
-
 # ----------------------------------------------------------------------------- URDF
 def _urdf_inertial(link: ET.Element, phi: np.ndarray) -> None:
     m, c, I = split_inertial(phi)
@@ -142,7 +130,7 @@ def _urdf_joint(root: ET.Element, joint, parent: str, fc: float, fv: float) -> N
 def urdf_text(robot: Robot) -> str:
     """The URDF of ``robot`` (module docstring): its kinematics, inertials and Coulomb/viscous friction."""
     base, _ = _checked_names(robot)
-    fc, fv = viscous_and_coulomb(robot)
+    fc, fv = urdf_friction_tags(robot.friction)
     root = ET.Element("robot", name=robot.name)
     root.append(ET.Comment(" written by robotid_sim; its sidecar (same name, .yaml) holds what URDF cannot "))
     ET.SubElement(root, "link", name=base)
@@ -216,7 +204,7 @@ def _mjcf_body(parent: ET.Element, robot: Robot, k: int, fc: float, fv: float) -
 def mjcf_text(robot: Robot) -> tuple[str, list[str]]:
     """The MJCF of ``robot`` (module docstring) and what it leaves out, one note each."""
     _checked_names(robot)
-    fc, fv = viscous_and_coulomb(robot)
+    fc, fv = urdf_friction_tags(robot.friction)
     root = ET.Element("mujoco", model=robot.name)
     root.append(ET.Comment(" written by robotid_sim "))
     ET.SubElement(root, "compiler", angle="radian", autolimits="true")
@@ -319,6 +307,5 @@ __all__ = [
     "mjcf_text",
     "sidecar_data",
     "urdf_text",
-    "viscous_and_coulomb",
     "write_robot",
 ]
