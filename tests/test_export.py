@@ -124,10 +124,10 @@ def test_pybullet_env_of_the_exported_urdf_tracks_the_identified_env(identified,
     """PyBulletArm-v0 from the exported URDF against IdentifiedArm-v0 of the same model, friction off on both, the
     same actions (critically damped PD, 2 rad/s, towards the reach goal on the model) for 200 steps: within 1e-6 rad.
 
-    Steps of 2 ms (two physics substeps): the truth gets the identified env's actions without feedback from its own
-    state, and hyper9's 9 links swinging freely amplify a rounding difference tenfold every 0.2 s (1e-12 rad after
-    0.2 s, 3e-4 rad after 2 s at the default 10 ms steps, for either model), which would test the arm's chaos, not
-    the export."""
+    Steps of 2 ms (two physics substeps; measured: at most 1.2e-11 rad, hyper9's ols model): the truth gets the
+    identified env's actions without feedback from its own state, and hyper9's nine links swinging freely amplify a
+    rounding difference tenfold every 0.2 s (at the default 10 ms steps, 2 s: 2e-3 rad for its ols model, 3e-7 for
+    its lmi_wls model, below 4e-12 on the other robots), which would test the arm's chaos, not the export."""
     model = _without_friction(identified[name, estimator])
     env = gymnasium.make("robotid_sim/IdentifiedArm-v0", model=model, control_dt=CONTROL_DT)
     limit = env.unwrapped.arm.torque_limit
