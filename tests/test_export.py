@@ -168,6 +168,15 @@ def test_a_base_model_without_a_consistent_standard_set_is_refused_naming_the_li
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_inconsistent_standard_model_is_refused_naming_the_link(identified, tmp_path):
+    model = identified["planar3r", "lmi_wls"]
+    values = np.array(model.values)
+    values[model.parameter_names.index("M2")] = -1.0
+    with pytest.raises(ModelError, match=r"link 2 pseudo-inertia eigenvalue .* \(link\(s\) 'link2'\)"):
+        model.with_values(values).to_mjcf(tmp_path / "out.xml")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_negative_friction_coefficient_is_named(identified, tmp_path):
     model = identified["planar3r", "ols"]
     values = np.array(model.values)

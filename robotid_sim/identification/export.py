@@ -84,9 +84,13 @@ def consistent_standard_parameters(model, robot=None, sidecar=None) -> np.ndarra
         theta = np.array(model.values, float)
         check = standard_consistency(structure, theta)
         if not check.consistent:
+            bad = [
+                f"'{j.link_name}'" for j, e in zip(structure.joints, check.link_min_eigenvalue, strict=True) if e <= 0
+            ]
+            links = f" (link(s) {', '.join(bad)})" if bad else ""
             raise ModelError(
-                f"the model's standard parameters are not physically consistent ({check.note}; links count from 1 "
-                f"= '{structure.joints[0].link_name}'); identify with lmi_wls for a consistent set"
+                f"the model's standard parameters are not physically consistent: {check.note}{links}; identify with "
+                "lmi_wls for a consistent set"
             )
         return theta
     base = structure.base_parameters()
