@@ -104,12 +104,12 @@ def test_loading_an_exported_urdf_warns_of_nothing(exported, caplog):
     assert caplog.text == ""
 
 
-def _without_friction(model):
-    """The model with its friction off as the export splits it: the exported standard set without friction, as the
-    model's own kind. (A base value may mix friction with inertia: scara's offset S3 and the weight on its vertical
+def _without_friction(model, urdf: Path):
+    """The model with its friction off as the export ``urdf`` splits it: the exported standard set without friction,
+    as the model's own kind. (A base value may mix friction with inertia: scara's offset S3 and the weight on its vertical
     prismatic joint are both constant forces, so the base model alone cannot say which part is friction.)"""
     structure = model.structure
-    theta = consistent_standard_parameters(model)
+    theta = rid.load_robot(urdf).true_parameters()
     theta[structure.parameter_slices()["friction"]] = 0.0
     if isinstance(model, StandardParameterModel):
         return model.with_values(theta)
@@ -128,7 +128,7 @@ def test_pybullet_env_of_the_exported_urdf_tracks_the_identified_env(identified,
     identified env's actions without feedback from its own state, and hyper9's nine links swinging freely amplify a
     rounding difference tenfold every 0.2 s (at the default 10 ms steps, 2 s: 2e-3 rad for its ols model, 3e-7 for
     its lmi_wls model, below 4e-12 on the other robots), which would test the arm's chaos, not the export."""
-    model = _without_friction(identified[name, estimator])
+    model = _without_friction(identified[name, estimator], exported[name, estimator])
     env = gymnasium.make("robotid_sim/IdentifiedArm-v0", model=model, control_dt=CONTROL_DT)
     limit = env.unwrapped.arm.torque_limit
     truth = gymnasium.make(
@@ -261,7 +261,7 @@ def test_the_cad_robot_of_a_base_model_must_match_its_kinematics(identified):
 
 
 def test_cli_export_writes_urdf_sidecar_and_mjcf(identified, tmp_path, capsys):
-    saved = identified["scara", "ols"].save(tmp_path / "m.json")
+    saved = identified["scara", "lmi_wls"].save(tmp_path / "m.json")
     out = tmp_path / "scara"
     assert main(["export", str(saved), "--urdf", f"{out}.urdf", "--mjcf", f"{out}.xml"]) == 0
     printed = capsys.readouterr().out
@@ -274,7 +274,7 @@ def test_cli_export_writes_urdf_sidecar_and_mjcf(identified, tmp_path, capsys):
 # ------------------------------------------------------------------------------ MJCF
 @pytest.mark.parametrize("name", BUNDLED)
 def test_mujoco_inverse_dynamics_of_the_mjcf_is_the_models_rigid_body_rotor_and_viscous_torque(
-    identified, tmp_path, name
+    identified, exported, tmp_path, name
 ):
     """mj_inverse of the exported model (friction loss off) against the model's rigid body + rotor inertia + viscous
     friction on random states, to 1e-6 (prrrp: prismatic joints; hyper9: rotor inertia and a friction exponent)."""
@@ -284,7 +284,7 @@ def test_mujoco_inverse_dynamics_of_the_mjcf_is_the_models_rigid_body_rotor_and_
     mj = mujoco.MjModel.from_xml_path(str(path))
     mj.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
     data = mujoco.MjData(mj)
-    robot = rid.Robot.from_structure(model.structure, consistent_standard_parameters(model))
+    robot = rid.load_robot(exported[name, "ols"])  # the same standard set, without solving the program again
     _, fv = urdf_friction_tags(robot.friction)
     q, qd, qdd = _states(model, seed=5, n=50)
     expected = robot.rigid_body_torque(q, qd, qdd) + fv * qd
