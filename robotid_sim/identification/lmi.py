@@ -441,9 +441,12 @@ def closest_consistent_standard(structure, K: np.ndarray, beta: np.ndarray, prio
             if not check.consistent:
                 raise ModelError(_no_consistent_set(structure, layout, check, K, beta))
             lower.value = min(margin, 0.5 * float(np.min(check.link_min_eigenvalue)))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            problem.solve(solver=cp.CLARABEL)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                problem.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError as exc:  # pragma: no cover - solver breakdown
+            raise ModelError(f"the closest consistent standard set was not found (Clarabel failed: {exc})") from None
         if problem.status in ("optimal", "optimal_inaccurate") and theta.value is not None:
             break
     else:
