@@ -294,3 +294,8 @@ def test_mujoco_inverse_dynamics_of_the_mjcf_is_the_models_rigid_body_rotor_and_
         data.qpos[:], data.qvel[:], data.qacc[:] = q[k], qd[k], qdd[k]
         mujoco.mj_inverse(mj, data)
         assert np.abs(data.qfrc_inverse - expected[k]).max() < 1e-6, (k, data.qfrc_inverse, expected[k])
+
+
+def test_pybullet_env_takes_a_sidecar_only_with_a_robot_given_by_name_or_path(robots):
+    with pytest.raises(ConfigError, match="sidecar= applies to a robot given by name or URDF path"):
+        gymnasium.make("robotid_sim/PyBulletArm-v0", robot=robots["planar3r"], sidecar="robot.yaml")
