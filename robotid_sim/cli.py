@@ -431,6 +431,19 @@ def cmd_rl_demo(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from robotid_sim.identification import load_model
+    from robotid_sim.identification.export import export_model
+
+    model = load_model(args.model)  # export_model checks the targets before the program is solved
+    done = export_model(model, args.urdf, args.mjcf, robot=args.robot, sidecar=args.sidecar, overwrite=args.overwrite)
+    for path in done.paths:
+        _out().print(f"wrote {path}")
+    for note in done.notes:
+        _out().print(f"[dim]{note}[/]")
+    return 0
+
+
 def cmd_plugins(args) -> int:
     from robotid_sim.plugins import list_plugins
 
@@ -611,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_identify(add_parser)
     _add_closed_loop(add_parser)
     _add_rl_demo(add_parser)
+    _add_export(add_parser)
     _add_plugins_and_report(add_parser, common)
     add_sweep_parser(sub, parents=[common])
     return parser
@@ -740,6 +754,30 @@ def _add_rl_demo(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--out", default="runs", help="parent folder of the run folder (default: runs)")
     p.set_defaults(func=cmd_rl_demo)
+
+
+def _add_export(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add the ``export`` command."""
+    p = add_parser(
+        "export",
+        help="write an identified model as URDF (with its sidecar) and/or MuJoCo MJCF",
+        description="Write a saved model (identify --out) for other simulators: a physically consistent full "
+        "standard parameter set (a base-parameter model: the one closest to the robot's CAD values that "
+        "reproduces its base parameters) as URDF, with a sidecar OUT.yaml beside it for what URDF cannot hold "
+        "(rotor inertia, the whole friction law, limits), and/or as MJCF. Existing files are never overwritten "
+        "without --overwrite.",
+    )
+    p.add_argument("model", help="saved model (.json, its .npz beside it)")
+    p.add_argument("--urdf", help="URDF file to write (.urdf); its sidecar goes beside it (.yaml)")
+    p.add_argument("--mjcf", help="MuJoCo MJCF file to write (.xml)")
+    p.add_argument(
+        "--robot",
+        help="the robot's CAD model (bundled name or URDF path) a base-parameter model stays closest to "
+        "(default: the bundled robot the model was identified on)",
+    )
+    p.add_argument("--sidecar", help="YAML sidecar of the --robot URDF")
+    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    p.set_defaults(func=cmd_export)
 
 
 def _add_plugins_and_report(

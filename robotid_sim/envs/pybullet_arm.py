@@ -42,13 +42,15 @@ class PyBulletArmEnv(ArmEnv):
     """The robot in PyBullet as a Gymnasium env (module docstring; spaces and reward in :mod:`robotid_sim.envs.spec`).
 
     Args:
-        robot: a :class:`~robotid_sim.robot.Robot`, registered name or URDF path.
+        robot: a :class:`~robotid_sim.robot.Robot`, registered name or URDF path (an exported model's URDF,
+            ``model.to_urdf``, loads with the sidecar found beside it).
         task: ``"reach"`` or ``"track"``.
         friction: apply the robot's friction law (True) or none (False).
         torque_limit: torque (N·m or N) of action ±1; default the URDF effort limits.
         control_dt: seconds per env step.
         physics_dt: PyBullet's time step (s).
         render_mode: ``None`` or ``"rgb_array"``.
+        sidecar: the YAML sidecar of a ``robot`` given by name or path, instead of the one found beside it.
         **unknown: refused (ConfigError naming them and the valid options).
 
     Attributes:
@@ -71,6 +73,7 @@ class PyBulletArmEnv(ArmEnv):
         control_dt: float = CONTROL_DT,
         physics_dt: float = DEFAULT_DT,
         render_mode: str | None = None,
+        sidecar=None,
         **unknown,
     ):
         from robotid_sim.robot import load_robot
@@ -78,7 +81,7 @@ class PyBulletArmEnv(ArmEnv):
         options = validated_options(
             PyBulletArmOptions,
             ENV_NAME,
-            ("robot",),
+            ("robot", "sidecar"),
             task=task,
             friction=friction,
             torque_limit=torque_limit,
@@ -89,7 +92,9 @@ class PyBulletArmEnv(ArmEnv):
         )
         if robot is None:
             raise ConfigError(f"{ENV_NAME}: robot= is required: give a Robot, a registered robot's name or a URDF path")
-        self.robot = robot if isinstance(robot, Robot) else load_robot(robot)
+        if sidecar is not None and isinstance(robot, Robot):
+            raise ConfigError(f"{ENV_NAME}: sidecar= applies to a robot given by name or URDF path, not a Robot")
+        self.robot = robot if isinstance(robot, Robot) else load_robot(robot, sidecar)
         super().__init__(arm_spec(self.robot, options, self.robot.inverse_dynamics))
         self.simulated_robot = self.robot if options.friction else without_friction(self.robot)
         self._sim = None

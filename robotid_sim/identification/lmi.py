@@ -41,7 +41,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from robotid_sim.errors import ConfigError, IdentificationError, RobotIdError
+from robotid_sim.errors import ConfigError, IdentificationError, ModelError, RobotIdError
 from robotid_sim.identification.estimator import EstimatorOptions
 from robotid_sim.identification.least_squares import LeastSquaresFit
 from robotid_sim.robot.physical import pseudo_inertia
@@ -409,19 +409,96 @@ def base_consistency(structure, K: np.ndarray, beta: np.ndarray) -> Consistency:
     return Consistency(ok, eig, "base", note)
 
 
+def closest_consistent_standard(structure, K: np.ndarray, beta: np.ndarray, prior: np.ndarray, margin: float = 1e-6):
+    """The physically consistent standard set θ (p,) closest to ``prior`` that has the base values ``beta``.
+
+    FloBaRoID's "closest to CAD" recovery as a semidefinite program: minimise ‖θ − θ₀‖² subject to K θ = β
+    (rows scaled to unit size), every link's pseudo-inertia J(θ) ⪰ ``margin``·E (or half the largest margin
+    :func:`base_consistency` finds, if smaller) and rotor inertias and friction coefficients ≥ 0. The
+    solver's θ is then moved by the least-norm step onto K θ = β exactly (over the parameters not held at a
+    bound), so the torque of θ is the base model's to rounding.
+
+    Raises:
+        ModelError: no consistent standard set has these base values, naming the link (or the friction or
+            rotor parameter) that cannot be made consistent.
+    """
+    import cvxpy as cp
+
+    layout = _Layout.of(structure)
+    K, beta, prior = (np.asarray(x, float) for x in (K, beta, prior))
+    scale = np.maximum(np.abs(beta), 1e-3)
+    theta, lower = cp.Variable(K.shape[1]), cp.Parameter(nonneg=True)
+    _, constraints = layout.pseudo_inertia_constraints(theta, lower)
+    constraints.append((K / scale[:, None]) @ theta == beta / scale)
+    if layout.nonnegative.size:
+        constraints.append(theta[layout.nonnegative] >= 0)
+    # the norm, not its square: the same minimiser, and a solver tolerance on it is one on θ (not on θ²)
+    problem = cp.Problem(cp.Minimize(cp.norm(theta - prior, 2)), constraints)
+    for attempt in range(2):
+        lower.value = margin
+        if attempt:  # consistent only with a smaller margin than asked: half the largest one possible
+            check = base_consistency(structure, K, beta)
+            if not check.consistent:
+                raise ModelError(_no_consistent_set(structure, layout, check, K, beta))
+            lower.value = min(margin, 0.5 * float(np.min(check.link_min_eigenvalue)))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                problem.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError as exc:  # pragma: no cover - solver breakdown
+            raise ModelError(f"the closest consistent standard set was not found (Clarabel failed: {exc})") from None
+        if problem.status in ("optimal", "optimal_inaccurate") and theta.value is not None:
+            break
+    else:
+        raise ModelError(f"the closest consistent standard set was not found (solver status '{problem.status}')")
+    solution = np.array(theta.value, float)
+    held = np.zeros(len(solution), bool)
+    held[layout.nonnegative] = solution[layout.nonnegative] <= 1e-9 * max(1.0, float(np.abs(solution).max()))
+    solution[held] = 0.0
+    free = ~held
+    solution[free] += np.linalg.pinv(K[:, free]) @ (beta - K @ solution)
+    final = standard_consistency(structure, solution)
+    if not final.consistent:
+        raise ModelError(f"the closest consistent standard set lost its consistency in the last step: {final.note}")
+    return solution
+
+
+def _no_consistent_set(structure, layout: _Layout, check: Consistency, K: np.ndarray, beta: np.ndarray) -> str:
+    """The message of :func:`closest_consistent_standard` when no consistent set exists, naming the culprit."""
+    for r in range(len(beta)):  # a base value that is one nonnegative parameter alone, and negative
+        (cols,) = np.nonzero(K[r])
+        if len(cols) == 1 and cols[0] in layout.nonnegative and beta[r] / K[r, cols[0]] < 0:
+            name = layout.names[cols[0]]
+            return (
+                f"no physically consistent standard parameter set reproduces the model's base parameters: "
+                f"{name} = {beta[r] / K[r, cols[0]]:.4g} must be >= 0 (identify again, e.g. with lmi_wls)"
+            )
+    eig = check.link_min_eigenvalue
+    k = int(np.nanargmin(eig)) if np.any(np.isfinite(eig)) else 0
+    joint = structure.joints[k]
+    return (
+        f"no physically consistent standard parameter set reproduces the model's base parameters: link {k + 1} "
+        f"('{joint.link_name}', carried by joint '{joint.name}') cannot be a rigid body ({check.note}); identify "
+        "again with more or better data, or with lmi_wls (physically consistent by construction)"
+    )
+
+
 def model_consistency(model) -> Consistency | None:
     """:func:`standard_consistency` or :func:`base_consistency` of a model linear in inertial parameters
-    (a residual model: of its base model); None for a model without inertial parameters."""
-    from robotid_sim.identification.models import BaseParameterModel, ResidualModel, StandardParameterModel
+    (a residual model: of its base model); None for a model without inertial parameters.
 
-    while isinstance(model, ResidualModel):
+    Told apart by what they hold, not by class (the model kinds' modules import this one, through
+    :mod:`robotid_sim.identification.export`): a model over a robot structure whose parameters are the
+    structure's full standard set is a standard set; one with base values, a base-parameter model."""
+    while getattr(model, "kind", None) == "residual":
         model = model.base
-    if isinstance(model, StandardParameterModel):
-        return standard_consistency(model.structure, model.values)
-    if isinstance(model, BaseParameterModel):
-        base = model.structure.base_parameters()
-        return base_consistency(model.structure, base.K, model.base_values())
-    return None
+    structure = getattr(model, "structure", None)
+    if structure is None or not hasattr(model, "base_values"):
+        return None
+    if list(model.parameter_names) == list(structure.parameter_names):
+        return standard_consistency(structure, model.values)
+    base = structure.base_parameters()
+    return base_consistency(structure, base.K, model.base_values())
 
 
 # ------------------------------------------------------------------------------ on a problem

@@ -254,9 +254,17 @@ def _urdf_friction(urdf: UrdfRobot, used: bool = True) -> FrictionModel | None:
     return CoulombViscous(fc=urdf.friction.copy(), fv=urdf.damping.copy(), offset=np.zeros(n))
 
 
-def _same_friction(a: FrictionModel, b: FrictionModel) -> bool:
-    da, db = a.to_dict(), b.to_dict()
-    return da.keys() == db.keys() and all(np.array_equal(np.asarray(da[k]), np.asarray(db[k])) for k in da)
+def urdf_friction_tags(friction: FrictionModel) -> tuple[np.ndarray, np.ndarray]:
+    """(friction, damping) (n,): what a law's URDF ``<dynamics friction damping>`` tags can hold of it.
+
+    The Coulomb coefficient ``fc`` where the law has one, and the viscous ``fv`` where its term is linear
+    in qd (no exponent ``alpha``); zeros otherwise. Offsets, Stribeck and exponent terms have no tag.
+    """
+    law = friction.to_dict()
+    zeros = np.zeros(friction.n)
+    fc = np.asarray(law.get("fc", zeros), float)
+    fv = np.asarray(law.get("fv", zeros), float) if "alpha" not in law else zeros
+    return fc, fv
 
 
 def _locks_note(locked: Mapping[str, float], n_urdf: int) -> str:
@@ -273,7 +281,8 @@ def _robot_friction(parsed: UrdfRobot, sc: Sidecar | None, n: int, locks: str, w
     """The friction model of :func:`robot_from_urdf` and where it comes from (:attr:`Robot.friction_source`).
 
     The sidecar's ``friction`` if it has one (a warning is logged when the URDF's ``<dynamics>`` tags
-    differ from it), else the tags' Coulomb + viscous model, else no friction.
+    differ from its Coulomb and viscous part, :func:`urdf_friction_tags`), else the tags' Coulomb + viscous
+    model, else no friction.
     """
     from_sidecar = sc is not None and sc.friction is not None
     tag_friction = _urdf_friction(parsed, used=not from_sidecar)
@@ -285,7 +294,8 @@ def _robot_friction(parsed: UrdfRobot, sc: Sidecar | None, n: int, locks: str, w
         friction = friction_from_dict(sc.friction, n)
     except ConfigError as exc:
         raise ConfigError(str(exc).replace("(one per joint)", f"(one per joint{locks})") + where) from None
-    if tag_friction is not None and not _same_friction(friction, tag_friction):
+    fc, fv = urdf_friction_tags(friction)  # a law the tags cannot hold all of agrees with tags holding its part
+    if tag_friction is not None and not (np.array_equal(fc, parsed.friction) and np.array_equal(fv, parsed.damping)):
         log.warning(
             "robot '%s': the sidecar's friction (%s) replaces the URDF's <dynamics> tags "
             "(friction %s, damping %s), which differ from it",

@@ -125,6 +125,24 @@ class LinearParameterModel(IdentifiedModel):
     def parameter_table(self):
         return list(self.parameter_names), np.array(self.values), self.std
 
+    def to_urdf(self, path, *, robot=None, sidecar=None, overwrite: bool = False) -> list:
+        """Write the model as URDF ``path`` (``.urdf``) and its sidecar ``<stem>.yaml`` beside it.
+
+        A physically consistent standard set (a base-parameter model: the one closest to the CAD values of
+        ``robot``, default the registered robot of the model's robot name), see
+        :mod:`robotid_sim.identification.export`. ``load_robot(path)`` gives the same torque back. Returns
+        the paths written; an existing file is refused unless ``overwrite``.
+        """
+        from robotid_sim.identification.export import export_model
+
+        return export_model(self, urdf=path, robot=robot, sidecar=sidecar, overwrite=overwrite).paths
+
+    def to_mjcf(self, path, *, robot=None, sidecar=None, overwrite: bool = False):
+        """Write the model as MuJoCo MJCF ``path`` (``.xml``); as :meth:`to_urdf` otherwise. Returns the path."""
+        from robotid_sim.identification.export import export_model
+
+        return export_model(self, mjcf=path, robot=robot, sidecar=sidecar, overwrite=overwrite).paths[0]
+
     def check_structure(self, structure: RobotStructure) -> None:
         """Refuse a robot whose kinematics, gravity, limits or parameter layout differ from the model's.
 
