@@ -346,7 +346,10 @@ def no_simulation(monkeypatch):
             "random_waypoints",
         ),
         ({"excitation": {"type": "polynomial", "random_waypoints": 6, "durations": "auto"}}, "validation.excitation"),
-        ({"preprocessing": {"lowpass_hz": 80}}, "must be below the Nyquist frequency fs/2 = 50 Hz of the data (100 Hz)"),
+        (
+            {"preprocessing": {"lowpass_hz": 80}},
+            "must be below the Nyquist frequency fs/2 = 50 Hz of the data (100 Hz)",
+        ),
         ({"preprocessing": {"period_average": 3}}, "period_average needs a periodic (fourier) excitation"),
         (
             {
