@@ -22,3 +22,16 @@ def test_explicit_coefficients_record_no_seed(robots):
     drawn = excitation_from_config({"type": "fourier", "harmonics": 3, "base_frequency": 0.2}, robots["planar3r"])
     explicit = {key: value for key, value in drawn.describe().items() if key != "seed"}
     assert "seed" not in excitation_from_config(explicit).describe()
+
+
+def test_random_polynomial_waypoints_record_their_seed_and_the_description_round_trips(robots):
+    robot = robots["planar3r"]
+    drawn = excitation_from_config({"type": "polynomial", "random_waypoints": 3, "seed": 5}, robot)
+    description = drawn.describe()
+    assert description["seed"] == 5
+    rebuilt = excitation_from_config(description, robot)
+    assert rebuilt.describe() == description
+    t = np.linspace(0.0, drawn.duration, 7)
+    assert np.array_equal(rebuilt.evaluate(t)[0], drawn.evaluate(t)[0])
+    given = {"type": "polynomial", "q_start": [0.0, 0.0, 0.0], "q_end": [0.1, 0.2, 0.3], "durations": 1.0}
+    assert "seed" not in excitation_from_config(given, robot).describe()

@@ -181,7 +181,13 @@ def build_polynomial(cfg: dict, robot) -> Excitation:
         sine_frequency=freq,
         ramp_fraction=float(options.ramp_fraction),
         limits=robot,
+        seed=options.seed if _draws_waypoints(cfg) or "seed" in cfg else None,  # the record of a drawn chain
     )
+
+
+def _draws_waypoints(cfg: dict) -> bool:
+    """Whether a polynomial excitation's waypoints are drawn at random (none given)."""
+    return not any(key in cfg for key in ("waypoints", "q_start", "q_end"))
 
 
 def build_stepwise(cfg: dict, robot) -> Excitation:

@@ -82,6 +82,7 @@ class QuinticPolynomial(Excitation):
         sine_amplitude: (n, S) amplitudes of the added sinusoids (zeros where none).
         sine_frequency: (n, S) pulsations ω (rad/s).
         ramp_fraction: fraction of each move over which the sinusoids fade in and out.
+        seed: the seed random waypoints were drawn with (a record for :meth:`describe`), or None.
     """
 
     waypoints: np.ndarray
@@ -89,6 +90,7 @@ class QuinticPolynomial(Excitation):
     sine_amplitude: np.ndarray
     sine_frequency: np.ndarray
     ramp_fraction: float
+    seed: int | None
     type_name = "polynomial"
 
     def __init__(
@@ -103,6 +105,7 @@ class QuinticPolynomial(Excitation):
         sine_frequency=None,
         ramp_fraction: float = 0.25,
         limits=None,
+        seed: int | None = None,
     ):
         """Moves q_start → via… → q_end (→ back again if ``back_and_forth``).
 
@@ -119,6 +122,7 @@ class QuinticPolynomial(Excitation):
             sine_frequency: pulsations (rad/s), same shape as ``sine_amplitude`` or a scalar.
             ramp_fraction: fade-in/out share of each move for the sinusoids, in (0, 0.5].
             limits: Robot or :class:`JointLimits`, needed for ``duration='auto'``.
+            seed: the seed the waypoints were drawn with, recorded by :meth:`describe` (None: not drawn).
         """
         q_start = np.atleast_1d(np.asarray(q_start, float))
         n = q_start.shape[0]
@@ -145,9 +149,9 @@ class QuinticPolynomial(Excitation):
                 durations = d
             else:
                 raise ConfigError(f"{d.size} durations for {len(chain) - 1} moves")
-        self._set(waypoints, durations, amp, freq, ramp_fraction)
+        self._set(waypoints, durations, amp, freq, ramp_fraction, seed)
 
-    def _set(self, waypoints, durations, amp, freq, ramp_fraction):
+    def _set(self, waypoints, durations, amp, freq, ramp_fraction, seed=None):
         waypoints = np.atleast_2d(np.asarray(waypoints, float))
         durations = np.atleast_1d(np.asarray(durations, float))
         if waypoints.shape[0] < 2 or durations.shape != (waypoints.shape[0] - 1,):
@@ -166,6 +170,7 @@ class QuinticPolynomial(Excitation):
         object.__setattr__(self, "sine_amplitude", amp)
         object.__setattr__(self, "sine_frequency", freq)
         object.__setattr__(self, "ramp_fraction", float(ramp_fraction))
+        object.__setattr__(self, "seed", None if seed is None else int(seed))
 
     @classmethod
     def through(
@@ -230,6 +235,8 @@ class QuinticPolynomial(Excitation):
             out["sine_amplitude"] = as_float_list(self.sine_amplitude)
             out["sine_frequency"] = as_float_list(self.sine_frequency)
             out["ramp_fraction"] = self.ramp_fraction
+        if self.seed is not None:
+            out["seed"] = self.seed
         return out
 
 
