@@ -162,3 +162,19 @@ def test_random_states_of_an_unlimited_prismatic_joint_stay_within_a_sensible_st
     prismatic = np.array(robot.joint_kinds) == "prismatic"
     assert prismatic.any() and np.abs(q[:, prismatic]).max() <= 0.2  # metres, not ±π m
     assert np.abs(q[:, ~prismatic]).max() > 3.0  # continuous revolute joints keep ±π rad
+
+
+def test_rl_demo_names_its_cli_flag_for_an_estimator_without_forward_dynamics(tmp_path, monkeypatch):
+    """The refusal of a model the envs cannot step names ``--estimator`` (it said "give robot=…", a Python
+    keyword); noise-free 12 s multisines stand in for the demo's 55 s of simulated data."""
+    from robotid_sim import sim
+    from robotid_sim.studies import rl_demo
+    from robotid_sim.testing import exact_datasets
+
+    robot, data, _ = exact_datasets("planar3r")
+    monkeypatch.setattr(sim, "simulate", lambda *args, **kwargs: data)
+    with pytest.raises(ConfigError) as info:
+        rl_demo._training_model(robot, "sindy", 0, tmp_path)
+    message = str(info.value)
+    assert "--estimator" in message and "without forward dynamics" in message and "robot=" not in message
+    assert not (tmp_path / "models").exists()
