@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +32,35 @@ def pytest_configure(config):
     if workers not in (None, 0, "0"):
         for key, value in SINGLE_THREAD_SETTINGS.items():
             os.environ.setdefault(key, value)
+        if not hasattr(config, "workerinput"):  # the controller
+            _start_compiling_kernels(config)
+
+
+def _start_compiling_kernels(config) -> None:
+    """numba compiles the kernels on first use and caches them on disk (about 25 s of CPU in a fresh clone): each
+    worker, and each CLI subprocess, that calls one before another has cached it compiles it again. Two processes
+    compile them once, the small-batch and the threaded kernels side by side, while the workers start and collect;
+    no test is sent before they are done (:func:`pytest_xdist_node_collection_finished`)."""
+    tests = str(Path(__file__).parent)
+    config.stash[_COMPILING] = [
+        subprocess.Popen(
+            [sys.executable, "-c", f"from helpers import compile_kernels; compile_kernels({batch!r})"],
+            cwd=tests,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))},
+        )
+        for batch in ("serial", "parallel")
+    ]
+
+
+_COMPILING = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """The controller sends tests once both kernel-compiling processes have ended (a failure there only means the
+    tests compile what they use themselves)."""
+    for process in node.config.stash.get(_COMPILING, []):
+        process.wait()
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +94,36 @@ def robots(arm6_path) -> dict[str, rid.Robot]:
     out = {name: rid.load_robot(name) for name in BUNDLED}
     out["arm6"] = rid.load_robot(arm6_path)
     return out
+
+
+def once_per_run(tmp_path_factory, name: str, make):
+    """``make()``, computed once per test run however many pytest-xdist workers ask for it: the first computes it
+    and pickles it into the run's temporary folder (shared by the workers), under a file lock; the others wait for
+    it and read it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' folders are popen-gw0, popen-gw1, ... in the run's own folder
+    path = root / f"{name}.pickle"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            part = path.with_suffix(".part")
+            part.write_bytes(pickle.dumps(make()))
+            part.rename(path)
+    return pickle.loads(path.read_bytes())
+
+
+@pytest.fixture(scope="session")
+def stepwise_runs(tmp_path_factory) -> dict:
+    """PyBullet runs of the default :class:`StepwiseExcitation` (seed 0: static creeps, sweeps, Fourier segments) of
+    the scara and the three-axis arm at 200 Hz (about 60 and 78 s of motion), shared by the SINDy tests."""
+    from robotid_sim.excitation import StepwiseExcitation
+
+    def make():
+        robots = {name: rid.load_robot(name) for name in ("scara", "three_axis")}
+        return {name: rid.simulate(r, StepwiseExcitation(r, seed=0), rate_hz=200) for name, r in robots.items()}
+
+    return once_per_run(tmp_path_factory, "stepwise_runs", make)
 
 
 @pytest.fixture()
