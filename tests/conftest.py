@@ -39,7 +39,7 @@ def pytest_configure(config):
 def _start_compiling_kernels(config) -> None:
     """numba compiles the kernels on first use and caches them on disk (about 25 s of CPU in a fresh clone): each
     worker, and each CLI subprocess, that calls one before another has cached it compiles it again. Two processes
-    compile them once, the small-batch and the threaded kernels side by side, while the workers start and collect;
+    compile them once, two halves side by side (``helpers.compile_kernels``), while the workers start and collect;
     no test is sent before they are done (:func:`pytest_xdist_node_collection_finished`)."""
     tests = str(Path(__file__).parent)
     config.stash[_COMPILING] = [
@@ -48,7 +48,7 @@ def _start_compiling_kernels(config) -> None:
             cwd=tests,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))},
         )
-        for batch in ("serial", "parallel")
+        for batch in ("inverse", "forward")
     ]
 
 

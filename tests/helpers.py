@@ -59,11 +59,12 @@ def install_plugin(site: Path, package: str, source: str, entry: str) -> None:
     (dist / "entry_points.txt").write_text(f"[robotid_sim]\n{entry} = {package}\n")
 
 
-def compile_kernels(batch: str) -> None:
+def compile_kernels(part: str) -> None:
     """Compile (or load from numba's on-disk cache) every numba kernel the tests call, with the argument types the
-    package gives them: ``batch`` "serial" the small-batch kernels, "parallel" the threaded ones (from
-    ``PARALLEL_MIN_SAMPLES`` samples on), the vector env's per-copy kernel and the online estimators' delta rule.
-    The test run calls it in two processes before its workers start (see conftest.py)."""
+    package gives them, for batches below and from ``PARALLEL_MIN_SAMPLES`` (serial and threaded kernels): ``part``
+    "inverse" the Newton-Euler torque and regressor kernels, "forward" the mass matrix, forward dynamics, the vector
+    env's per-copy kernel and the online estimators' delta rule (two halves that share few compiled functions). The
+    test run calls it in two processes while its workers start (see conftest.py)."""
     import numpy as np
 
     import robotid_sim as rid
@@ -71,13 +72,15 @@ def compile_kernels(batch: str) -> None:
 
     robot = rid.load_robot("planar3r")
     n = robot.n_dof
-    N = crba.PARALLEL_MIN_SAMPLES if batch == "parallel" else 4
-    q, qd, qdd = (np.full((N, n), 0.1) for _ in range(3))
-    robot.inverse_dynamics(q, qd, qdd)
-    robot.regressor(q, qd, qdd)
-    robot.forward_dynamics(q, qd, qdd)
-    robot.mass_matrix(q)
-    if batch == "parallel":
+    for N in (4, crba.PARALLEL_MIN_SAMPLES):
+        q, qd, qdd = (np.full((N, n), 0.1) for _ in range(3))
+        if part == "inverse":
+            robot.inverse_dynamics(q, qd, qdd)
+            robot.regressor(q, qd, qdd)
+        else:
+            robot.forward_dynamics(q, qd, qdd)
+            robot.mass_matrix(q)
+    if part == "forward":
         from robotid_sim.identification.online_kernels import delta_rule
 
         chain, B = crba.pack_chain(robot.joints), 2
