@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,35 +31,6 @@ def pytest_configure(config):
     if workers not in (None, 0, "0"):
         for key, value in SINGLE_THREAD_SETTINGS.items():
             os.environ.setdefault(key, value)
-        if not hasattr(config, "workerinput"):  # the controller
-            _start_compiling_kernels(config)
-
-
-def _start_compiling_kernels(config) -> None:
-    """numba compiles the kernels on first use and caches them on disk (about 25 s of CPU in a fresh clone): each
-    worker, and each CLI subprocess, that calls one before another has cached it compiles it again. Two processes
-    compile them once, two halves side by side (``helpers.compile_kernels``), while the workers start and collect;
-    no test is sent before they are done (:func:`pytest_xdist_node_collection_finished`)."""
-    tests = str(Path(__file__).parent)
-    config.stash[_COMPILING] = [
-        subprocess.Popen(
-            [sys.executable, "-c", f"from helpers import compile_kernels; compile_kernels({batch!r})"],
-            cwd=tests,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))},
-        )
-        for batch in ("inverse", "forward")
-    ]
-
-
-_COMPILING = pytest.StashKey[list]()
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids):
-    """The controller sends tests once both kernel-compiling processes have ended (a failure there only means the
-    tests compile what they use themselves)."""
-    for process in node.config.stash.get(_COMPILING, []):
-        process.wait()
 
 
 @pytest.fixture(autouse=True)
