@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 import sys
 from pathlib import Path
 
@@ -62,6 +64,56 @@ def robots(arm6_path) -> dict[str, rid.Robot]:
     out = {name: rid.load_robot(name) for name in BUNDLED}
     out["arm6"] = rid.load_robot(arm6_path)
     return out
+
+
+def shared_temp(tmp_path_factory) -> Path:
+    """The test run's temporary folder, the same in every pytest-xdist worker (each has its own inside it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+def once_per_run(tmp_path_factory, name: str, make):
+    """``make()``, computed once per test run however many pytest-xdist workers ask for it: the first computes it
+    and pickles it into the run's temporary folder (shared by the workers), under a file lock; the others wait for
+    it and read it."""
+    root = shared_temp(tmp_path_factory)
+    path = root / f"{name}.pickle"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            part = path.with_suffix(".part")
+            part.write_bytes(pickle.dumps(make()))
+            part.rename(path)
+    return pickle.loads(path.read_bytes())
+
+
+@pytest.fixture(scope="session")
+def stepwise_runs(tmp_path_factory) -> dict:
+    """PyBullet runs of the default :class:`StepwiseExcitation` (seed 0: static creeps, sweeps, Fourier segments) of
+    the scara and the three-axis arm at 200 Hz (about 60 and 78 s of motion), shared by the SINDy tests."""
+    from robotid_sim.excitation import StepwiseExcitation
+
+    def make():
+        robots = {name: rid.load_robot(name) for name in ("scara", "three_axis")}
+        return {name: rid.simulate(r, StepwiseExcitation(r, seed=0), rate_hz=200) for name, r in robots.items()}
+
+    return once_per_run(tmp_path_factory, "stepwise_runs", make)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """The run folder of ``helpers.TINY_SCENARIO`` (``run_scenario``), made once per test run: tests that change it
+    work on a copy."""
+    import yaml
+    from helpers import TINY_SCENARIO
+
+    def make() -> Path:
+        folder = shared_temp(tmp_path_factory) / "tiny_run"
+        folder.mkdir()
+        (folder / "scenario.yaml").write_text(yaml.safe_dump(TINY_SCENARIO))
+        return rid.run_scenario(folder / "scenario.yaml", out_dir=folder / "runs")
+
+    return once_per_run(tmp_path_factory, "tiny_run", make)
 
 
 @pytest.fixture()

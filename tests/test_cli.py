@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -130,8 +131,8 @@ def test_a_run_that_fails_midway_leaves_no_complete_looking_folder(tmp_path, mon
     assert not (tmp_path / "runs").exists()  # made by the failed run: removed with its partial folder (issue 27)
 
 
-def test_report_command_prints_the_table_of_a_run(tmp_path, capsys):
-    run = rid.run_scenario(_write_scenario(tmp_path), out_dir=tmp_path / "runs")
+def test_report_command_prints_the_table_of_a_run(tmp_path, capsys, tiny_run):
+    run = shutil.copytree(tiny_run, tmp_path / tiny_run.name)  # a run of TINY_SCENARIO (conftest.py)
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
     assert "ols" in out and "RMS" in out  # the compact table's two-line headers ("torque / RMS", "traj. / RMS")

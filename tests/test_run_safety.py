@@ -119,9 +119,8 @@ def test_names_are_checked_in_python_too_and_labels_may_not_differ_only_in_case(
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("finished")
-    return rid.run_scenario(_scenario(root), out_dir=root / "runs")
+def finished_run(tiny_run) -> Path:
+    return tiny_run  # the run of TINY (conftest.py)
 
 
 @pytest.fixture()

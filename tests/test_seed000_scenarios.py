@@ -15,7 +15,6 @@ import robotid_sim as rid
 from robotid_sim.control.closed_loop import run_closed_loop
 from robotid_sim.control.model_based import Feedforward
 from robotid_sim.control.pid import PID
-from robotid_sim.excitation import StepwiseExcitation
 from robotid_sim.excitation.fourier import FourierExcitation
 from robotid_sim.identification import IdentificationProblem
 from robotid_sim.scenario import load_scenario
@@ -56,12 +55,13 @@ def validation_rms(model, val: Dataset) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def data():
-    """(robot, identification, validation) per arm: PyBullet at 200 Hz and 100 Hz."""
+def data(stepwise_runs):
+    """(robot, identification, validation) per arm: PyBullet at 200 Hz (the default stepwise collection, seed 0;
+    conftest.py) and 100 Hz."""
     out = {}
     for name in ("scara", "three_axis"):
         robot = rid.load_robot(name)
-        ident = rid.simulate(robot, StepwiseExcitation(robot, seed=0), rate_hz=200)
+        ident = stepwise_runs[name]
         val = rid.simulate(robot, SETUP[name][0], rate_hz=100)
         out[name] = (robot, ident, val)
     return out

@@ -36,7 +36,6 @@ from robotid_sim_plugins.sindy.sparse import sparse_regression
 
 import robotid_sim as rid
 from robotid_sim.errors import ConfigError, IdentificationError
-from robotid_sim.excitation import StepwiseExcitation
 from robotid_sim.excitation.base import (
     SMOOTHSTEP_PEAK_VELOCITY,
     Concatenation,
@@ -158,12 +157,9 @@ def validation_rms(model, val: Dataset) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def simulated_stepwise(robots):
-    """PyBullet runs of the bundled stepwise collection (about 60 and 78 s of motion at 200 Hz)."""
-    return {
-        name: rid.simulate(robots[name], StepwiseExcitation(robots[name], seed=0), rate_hz=200)
-        for name in ("scara", "three_axis")
-    }
+def simulated_stepwise(stepwise_runs):
+    """PyBullet runs of the bundled stepwise collection (about 60 and 78 s of motion at 200 Hz; conftest.py)."""
+    return stepwise_runs
 
 
 @pytest.fixture(scope="module")
