@@ -27,6 +27,7 @@ def pytest_configure(config):
     of tests."""
     from robotid_sim.sweep.executors import SINGLE_THREAD_SETTINGS
 
+    config.addinivalue_line("markers", "renders_figures: the test's figures are rendered (see figures_not_rendered)")
     workers = getattr(config.option, "numprocesses", None)
     if workers not in (None, 0, "0"):
         for key, value in SINGLE_THREAD_SETTINGS.items():
@@ -38,6 +39,29 @@ def _cli_width_off_a_terminal(monkeypatch):
     """In-process CLI output is printed as off a terminal (160 columns) whatever COLUMNS the test runner exports
     (pytest-xdist's workers inherit the controller's terminal width)."""
     monkeypatch.delenv("COLUMNS", raising=False)
+
+
+#: a valid 1 x 1 PNG: what a test's figures are saved as when their rendering is not under test
+BLANK_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+@pytest.fixture(autouse=True)
+def figures_not_rendered(request, monkeypatch):
+    """Figures are built in full (every plotting call, its data, labels and layout objects) but saved as a blank
+    PNG instead of being rasterised, in every test not marked ``renders_figures``: rendering is about 80 % of a
+    small run's time. The figure tests (tests/test_report.py and those reading a PNG) render them; so do the CLI
+    processes, and fixtures of module or session scope (set up before this one)."""
+    if request.node.get_closest_marker("renders_figures"):
+        return
+    from matplotlib.figure import Figure
+
+    def blank(self, fname, *args, **kwargs):
+        Path(fname).write_bytes(BLANK_PNG)
+
+    monkeypatch.setattr(Figure, "savefig", blank)
 
 
 @pytest.fixture()
@@ -114,6 +138,31 @@ def tiny_run(tmp_path_factory) -> Path:
         return rid.run_scenario(folder / "scenario.yaml", out_dir=folder / "runs")
 
     return once_per_run(tmp_path_factory, "tiny_run", make)
+
+
+@pytest.fixture(scope="session")
+def history_run(tmp_path_factory) -> Path:
+    """A tiny run with a parameter history (hopfield), a sensitivity study (Table 6, Fig. 8) and parameter labels,
+    made once per test run with its figures saved blank (:data:`BLANK_PNG`); tests that change it work on a copy."""
+    from helpers import TINY_SCENARIO
+    from matplotlib.figure import Figure
+
+    from robotid_sim.scenario import parse_scenario
+
+    scenario = {
+        **TINY_SCENARIO,
+        "estimators": ["ols", "hopfield"],
+        "sensitivity": {"estimator": "ols", "factors": [0.5, 1.5]},
+        "report": {"parameter_labels": {"M1": "λ1*"}},
+    }
+
+    def make() -> Path:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Figure, "savefig", lambda self, fname, *a, **k: Path(fname).write_bytes(BLANK_PNG))
+            out = shared_temp(tmp_path_factory) / "history_run"
+            return rid.run_scenario(parse_scenario(scenario, "tiny"), out_dir=out)
+
+    return once_per_run(tmp_path_factory, "history_run", make)
 
 
 @pytest.fixture()

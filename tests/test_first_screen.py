@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
-import pytest
-from helpers import TINY_SCENARIO, run_cli
-from matplotlib.figure import Figure
+from helpers import run_cli
 from rich.console import Console
 
 import robotid_sim as rid
@@ -25,7 +22,6 @@ from robotid_sim.identification.evaluation import fit_timed
 from robotid_sim.plugins import get_estimator
 from robotid_sim.report import EstimatorOutcome, StudyResult, write_report
 from robotid_sim.report.tables import comparison_rows, rich_compact_comparison
-from robotid_sim.scenario import parse_scenario
 from robotid_sim.sim.dataset import load_dataset
 from robotid_sim.studies import load_run_result
 
@@ -125,66 +121,47 @@ class _Compiling(Estimator):
         return get_estimator("ols")().fit(problem)
 
 
-def test_fit_time_leaves_out_numbas_compilation(run_dir):
-    ds = load_dataset(run_dir / "data" / "identification.npz")
+def test_fit_time_leaves_out_numbas_compilation(history_run):
+    ds = load_dataset(history_run / "data" / "identification.npz")
     problem = IdentificationProblem(rid.load_robot("prrrp").structure(), ds)
     model = fit_timed(_Compiling(), problem)
     assert model.diagnostics["compile_time_s"] > 0.0
     assert model.diagnostics["fit_time_s"] < model.diagnostics["compile_time_s"]  # a compile costs far more
 
 
-def _no_render(fig, path, *args, **kwargs) -> None:
-    """``Figure.savefig`` without the rendering (most of a report's time): an empty file."""
-    Path(path).write_bytes(b"")
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """A tiny run with a history (hopfield), a sensitivity study (Table 6, Fig. 8) and parameter labels; its
-    figures are empty files."""
-    scenario = {
-        **TINY_SCENARIO,
-        "estimators": ["ols", "hopfield"],
-        "sensitivity": {"estimator": "ols", "factors": [0.5, 1.5]},
-        "report": {"parameter_labels": {"M1": "λ1*"}},
-    }
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Figure, "savefig", _no_render)
-        return rid.run_scenario(parse_scenario(scenario, "tiny"), out_dir=tmp_path_factory.mktemp("first") / "runs")
-
-
-def test_report_at_80_columns_fits_and_leaves_the_folder_as_it_was(run_dir, tmp_path):
-    before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
-    result = run_cli(["report", str(run_dir)], cwd=tmp_path, columns=80)
+def test_report_at_80_columns_fits_and_leaves_the_folder_as_it_was(history_run, tmp_path):
+    before = sorted(p.relative_to(history_run) for p in history_run.rglob("*"))
+    result = run_cli(["report", str(history_run)], cwd=tmp_path, columns=80)
     assert result.returncode == 0, result.stderr
     assert max(map(len, result.stdout.splitlines())) <= 80 and "…" not in result.stdout
     assert "ols" in result.stdout and "hopfield" in result.stdout
-    assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+    assert sorted(p.relative_to(history_run) for p in history_run.rglob("*")) == before
     assert list(tmp_path.iterdir()) == []
 
 
-def test_metrics_json_keeps_estimators_controllers_and_failures_apart(run_dir):
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+def test_metrics_json_keeps_estimators_controllers_and_failures_apart(history_run):
+    metrics = json.loads((history_run / "metrics.json").read_text())
     assert metrics["metrics_version"] == 2 and metrics["controllers"] == [] and metrics["failed"] == []
     assert [row["estimator"] for row in metrics["estimators"]] == ["ols", "hopfield", "CAD"]
 
 
-def test_a_run_folder_of_the_one_list_layout_still_reads(run_dir, tmp_path):
+def test_a_run_folder_of_the_one_list_layout_still_reads(history_run, tmp_path):
     old = tmp_path / "old"
-    shutil.copytree(run_dir, old)
-    rows = json.loads((run_dir / "metrics.json").read_text())["estimators"]
+    shutil.copytree(history_run, old)
+    rows = json.loads((history_run / "metrics.json").read_text())["estimators"]
     (old / "metrics.json").write_text(json.dumps(rows))
-    assert [o.metrics for o in load_run_result(old).outcomes] == [o.metrics for o in load_run_result(run_dir).outcomes]
+    assert [o.metrics for o in load_run_result(old).outcomes] == [
+        o.metrics for o in load_run_result(history_run).outcomes
+    ]
 
 
-def test_the_report_rebuilt_from_a_run_folder_is_the_runs_own(run_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(Figure, "savefig", _no_render)
-    result = load_run_result(run_dir)
+def test_the_report_rebuilt_from_a_run_folder_is_the_runs_own(history_run, tmp_path):
+    result = load_run_result(history_run)
     assert result.parameter_labels == {"M1": "λ1*"} and result.sensitivity is not None
     written = write_report(tmp_path / "again", result)
     for name in ("report.md", "report.html", "report.json"):
-        assert (tmp_path / "again" / name).read_text() == (run_dir / name).read_text(), name
+        assert (tmp_path / "again" / name).read_text() == (history_run / name).read_text(), name
     assert sorted(p.name for p in (tmp_path / "again" / "plots").iterdir()) == sorted(
-        p.name for p in (run_dir / "plots").iterdir()
+        p.name for p in (history_run / "plots").iterdir()
     )
     assert "sensitivity" in written

@@ -8,14 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TINY_SCENARIO
 from matplotlib.figure import Figure
 
-import robotid_sim as rid
 from robotid_sim.control.comparison import ClosedLoopOutcome
-from robotid_sim.report import StudyResult
+from robotid_sim.report import StudyResult, write_report
 from robotid_sim.report.plots import plot_friction_curves, plot_sparsity, plot_tracking_errors
-from robotid_sim.scenario import parse_scenario
+from robotid_sim.studies import load_run_result
 
 UNIT = re.compile(r"\[[^\[\]]+\]$")
 
@@ -39,13 +37,10 @@ def _without_unit(saved: dict[str, list[str]]) -> list[str]:
     return [f"{name}: {label!r}" for name, labels in saved.items() for label in labels if not UNIT.search(label)]
 
 
-def test_every_axis_of_the_figures_a_run_writes_names_its_unit(tmp_path, axis_labels):
-    scenario = {
-        **TINY_SCENARIO,
-        "estimators": ["ols", "hopfield"],
-        "sensitivity": {"estimator": "ols", "factors": [0.5, 1.5]},
-    }
-    rid.run_scenario(parse_scenario(scenario, "tiny"), out_dir=tmp_path / "runs")
+def test_every_axis_of_the_figures_of_a_runs_report_names_its_unit(history_run, tmp_path, axis_labels):
+    # the report of a tiny PRRRP run with a parameter history and a sensitivity study, drawn again from its folder
+    # (the same figures as the run's own: test_first_screen.test_the_report_rebuilt_from_a_run_folder_is_the_runs_own)
+    write_report(tmp_path / "again", load_run_result(history_run))
     assert {"torque_comparison.png", "forward_dynamics.png", "sensitivity.png", "values_hopfield.png"} <= set(
         axis_labels
     )

@@ -15,6 +15,9 @@ from robotid_sim.report.markdown import render_html, render_markdown
 from robotid_sim.report.plots import plot_sparsity
 from robotid_sim.report.tables import comparison_rows, format_number, rich_comparison_table
 
+#: the figure tests: their figures are rendered (conftest.figures_not_rendered)
+pytestmark = pytest.mark.renders_figures
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ODD_NAME = "rls<λ=0.99>"
 

@@ -230,6 +230,7 @@ def _history_outcome(with_std: bool) -> EstimatorOutcome:
     )
 
 
+@pytest.mark.renders_figures
 def test_convergence_plot_shades_two_sigma_normalised_like_the_curve(tmp_path, drawn):
     path = plots.plot_parameter_convergence(_history_outcome(True), tmp_path / "c.png", labels=LABELS)
     assert path.read_bytes()[:4] == b"\x89PNG"
@@ -259,6 +260,7 @@ def test_values_plot_refuses_more_than_twelve_parameters(tmp_path):
         plots.plot_parameter_values(outcome, tmp_path / "v.png")
 
 
+@pytest.mark.renders_figures
 def test_sensitivity_figure_is_a_png(tmp_path):
     path = plots.plot_sensitivity(_sensitivity(), tmp_path / "s.png", LABELS)
     assert path.read_bytes()[:4] == b"\x89PNG"
@@ -339,6 +341,7 @@ def test_a_run_reports_trajectory_rsd_and_agreement_index_per_joint(run):
     assert "trajectory_agreement_index_5" in (run / "metrics.csv").read_text().splitlines()[0]
 
 
+@pytest.mark.renders_figures
 def test_a_run_with_sensitivity_shows_table_6_and_fig_8(run):
     data = json.loads((run / "sensitivity.json").read_text())
     assert data["estimator"] == "weighted" and data["factors"] == [0.5, 0.75, 1.5]

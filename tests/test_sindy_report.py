@@ -171,6 +171,7 @@ def test_stepwise_steps_and_segmentation_are_shown(study):
     assert "### Steps of stepwise_sindy" in markdown and "### Steps of sindy" not in markdown
 
 
+@pytest.mark.renders_figures
 def test_sparse_figures_are_drawn(study):
     _, result, files = study
     for key in (
