@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from helpers import TINY_SCENARIO, run_cli
+from helpers import TINY_SCENARIO, cli_process, run_cli
 
 from robotid_sim import cli
 from robotid_sim.errors import ConfigError
@@ -34,20 +35,18 @@ def _listing(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-def _one_error_line(capsys) -> str:
-    captured = capsys.readouterr()
-    lines = [line for line in captured.err.splitlines() if line.strip()]
-    assert len(lines) == 1, captured.err
+def _cli_error(argv: list[str], folder: Path) -> str:
+    """``robotid-sim ARGV`` in ``folder``, in a process: exit 2, one line ``error: ...`` (returned), no usage lines
+    or traceback, nothing written."""
+    before = _listing(folder)
+    result = cli_process(argv, folder)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: "), lines[0]
-    assert "usage:" not in captured.err and "Traceback" not in captured.err
+    assert "usage:" not in result.stderr and "Traceback" not in result.stderr
+    assert _listing(folder) == before
     return lines[0]
-
-
-def _exit_code(argv: list[str]) -> int:
-    try:
-        return cli.main(argv)
-    except SystemExit as exc:
-        return exc.code
 
 
 # ------------------------------------------------------------------------------------ argparse errors
@@ -69,14 +68,9 @@ ARGPARSE_CASES = [
 
 
 @pytest.mark.parametrize(("argv", "pattern"), ARGPARSE_CASES, ids=[" ".join(c[0]) or "nothing" for c in ARGPARSE_CASES])
-def test_an_argparse_error_is_one_line_naming_the_flag_and_the_help(argv, pattern, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert _exit_code(argv) == 2
-    import re
-
-    line = _one_error_line(capsys)
+def test_an_argparse_error_is_one_line_naming_the_flag_and_the_help(argv, pattern, tmp_path):
+    line = _cli_error(argv, tmp_path)
     assert re.search(pattern, line), line
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_argparse_error_in_a_real_process_is_one_line_with_status_2(tmp_path):
@@ -89,19 +83,18 @@ def test_an_argparse_error_in_a_real_process_is_one_line_with_status_2(tmp_path)
     assert result.stdout == "" and _listing(tmp_path) == before
 
 
-def test_help_still_prints_the_usage_and_exits_0(capsys):
-    assert _exit_code(["identify", "--help"]) == 0
-    out = capsys.readouterr().out
+def test_help_still_prints_the_usage_and_exits_0(tmp_path):
+    result = cli_process(["identify", "--help"], tmp_path)
+    assert result.returncode == 0
+    out = result.stdout
     assert out.startswith("usage: robotid-sim identify") and "--deadband" in out
 
 
 # ------------------------------------------------------------------------------------ the dead-band
 @pytest.mark.parametrize("value", ["nan", "-1", "inf", "abc", "0.1,0.2,0.3"])
-def test_a_bad_cli_deadband_names_one_number_not_a_list(value, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_a_bad_cli_deadband_names_one_number_not_a_list(value, tmp_path):
     argv = ["identify", "--data", "x.npz", "--robot", "planar3r", f"--deadband={value}"]
-    assert _exit_code(argv) == 2
-    line = _one_error_line(capsys)
+    line = _cli_error(argv, tmp_path)
     assert "argument --deadband: expected one finite number >= 0" in line and f"got '{value}'" in line
     assert "a list of" not in line and "list[float]" not in line
 
@@ -125,21 +118,18 @@ def test_a_scenario_deadband_of_the_wrong_length_is_refused_before_simulating():
 # ------------------------------------------------------------------------------------ output folders
 @needs_proc
 @pytest.mark.parametrize("command", [["run", "tiny.yaml"], ["closed-loop", "--robot", "planar3r"]])
-def test_an_output_folder_that_cannot_be_created_is_named_not_reported_as_a_full_disk(
-    command, capsys, tmp_path, monkeypatch
-):
+def test_an_output_folder_that_cannot_be_created_is_named_not_reported_as_a_full_disk(command, tmp_path):
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY_SCENARIO))
-    monkeypatch.chdir(tmp_path)
-    assert _exit_code([*command, "--out", str(UNWRITABLE)]) == 2
-    line = _one_error_line(capsys)
+    line = _cli_error([*command, "--out", str(UNWRITABLE)], tmp_path)
     assert f"output folder '{UNWRITABLE}' cannot be created: cannot write in folder '/proc'" in line
     assert "free" not in line.replace("choose a writable folder", "")
 
 
 @needs_proc
-def test_plugin_new_into_a_folder_that_cannot_be_created_names_it(capsys):
-    assert _exit_code(["plugin", "new", "my_ridge", "--out", str(UNWRITABLE / "sub")]) == 2
-    assert "cannot write in folder '/proc'" in _one_error_line(capsys)
+def test_plugin_new_into_a_folder_that_cannot_be_created_names_it(tmp_path):
+    assert "cannot write in folder '/proc'" in _cli_error(
+        ["plugin", "new", "my_ridge", "--out", str(UNWRITABLE / "sub")], tmp_path
+    )
 
 
 def test_output_root_under_a_file_names_the_file(tmp_path):
@@ -182,7 +172,7 @@ def test_a_model_saved_under_a_known_suffix_writes_name_json_and_name_npz(model,
     assert load_model(tmp_path / name) == model
 
 
-def test_identify_out_with_the_npz_name_is_understood(capsys):
+def test_identify_out_with_the_npz_name_is_understood():
     assert cli._model_output("m.npz") == Path("m.json")
     with pytest.raises(ConfigError, match=r"--out 'm.txt' has '.txt'.*give NAME, NAME.json or NAME.npz"):
         cli._model_output("m.txt")

@@ -20,7 +20,7 @@ from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.signal import butterworth_filtfilt
 from robotid_sim.sim.dataset import Dataset, load_dataset_for_robot
 from robotid_sim.sim.logs import load_log, load_logs
-from tests.helpers import run_cli
+from tests.helpers import cli_process, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ("planar3r", "prrrp", "scara", "three_axis", "hyper9")
@@ -46,12 +46,11 @@ def _one_error(code, err: str) -> str:
     return lines[0]
 
 
-def _cli_error(args: list[str], folder: Path, monkeypatch, capsys) -> str:
-    """``robotid-sim ARGS`` in ``folder`` (this process): exit 2, one error line (returned), nothing written."""
-    monkeypatch.chdir(folder)
+def _cli_error(args: list[str], folder: Path) -> str:
+    """``robotid-sim ARGS`` in ``folder``, in a process: exit 2, one error line (returned), nothing written."""
     before = _listing(folder)
-    code = cli.main(args)
-    line = _one_error(code, capsys.readouterr().err)
+    result = cli_process(args, folder)
+    line = _one_error(result.returncode, result.stderr)
     assert _listing(folder) == before
     return line
 
@@ -71,17 +70,15 @@ def scara_log(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".npz", ".mat"])
-def test_a_recording_of_more_joints_than_the_robot_is_refused_naming_both_counts(
-    scara_log, suffix, monkeypatch, capsys
-):
+def test_a_recording_of_more_joints_than_the_robot_is_refused_naming_both_counts(scara_log, suffix):
     args = ["identify", "--data", f"scara_log{suffix}", "--robot", "planar3r", "--estimator", "ols"]
-    line = _cli_error(args, scara_log, monkeypatch, capsys)
+    line = _cli_error(args, scara_log)
     assert "has 4 joint columns" in line and "robot 'planar3r' has 3 joints" in line and "joint_names" in line
 
 
-def test_a_recording_of_another_joint_count_among_others_is_refused(scara_log, monkeypatch, capsys):
+def test_a_recording_of_another_joint_count_among_others_is_refused(scara_log):
     args = ["identify", "--data", "planar.npz", "--data", "scara_log.csv", "--robot", "planar3r"]
-    line = _cli_error(args, scara_log, monkeypatch, capsys)
+    line = _cli_error(args, scara_log)
     assert "'scara_log.csv' has 4 joint columns" in line and "has 3 joints" in line
 
 
@@ -125,18 +122,14 @@ def test_a_recording_of_another_robot_names_that_robot_and_its_joint_count(tmp_p
         ("60", "Nyquist frequency fs/2 = 50 Hz"),
     ],
 )
-def test_a_lowpass_outside_the_records_band_is_a_one_line_error_naming_the_flag(
-    scara_log, cutoff, match, monkeypatch, capsys
-):
+def test_a_lowpass_outside_the_records_band_is_a_one_line_error_naming_the_flag(scara_log, cutoff, match):
     args = ["identify", "--data", "planar.npz", "--robot", "planar3r", "--lowpass", cutoff]
-    line = _cli_error(args, scara_log, monkeypatch, capsys)
+    line = _cli_error(args, scara_log)
     assert "--lowpass" in line and "LinAlgError" not in line and "bug" not in line
     assert re.search(match, line), line
 
 
-def test_a_lowpass_outside_the_band_of_a_validation_study_is_refused_before_any_run_folder(
-    scara_log, monkeypatch, capsys
-):
+def test_a_lowpass_outside_the_band_of_a_validation_study_is_refused_before_any_run_folder(scara_log):
     _recording(3).save(scara_log / "held_out.npz")
     args = [
         "identify",
@@ -149,7 +142,7 @@ def test_a_lowpass_outside_the_band_of_a_validation_study_is_refused_before_any_
         "--lowpass",
         "1e-9",
     ]
-    line = _cli_error(args, scara_log, monkeypatch, capsys)  # nothing written: not even an empty runs/
+    line = _cli_error(args, scara_log)  # nothing written: not even an empty runs/
     assert "--lowpass" in line and "one cycle per record" in line
 
 

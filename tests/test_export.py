@@ -11,6 +11,7 @@ import gymnasium
 import numpy as np
 import pytest
 from conftest import BUNDLED
+from helpers import cli_process
 
 import robotid_sim as rid
 from robotid_sim.cli import main
@@ -186,28 +187,32 @@ def test_a_negative_friction_coefficient_is_named(identified, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_cli_refuses_an_impossible_model_in_one_line_with_exit_2(identified, tmp_path, capsys):
-    """In process (``main`` returns the exit status the console script exits with): a subprocess would spend
-    ~10 s importing cvxpy on the 2-core CI machine."""
+def test_the_cli_refuses_an_impossible_model_in_one_line_with_exit_2(identified, tmp_path):
+    """In a process forked from the test's (helpers.cli_process): a new interpreter would spend ~10 s importing
+    cvxpy on the 2-core CI machine."""
     saved = _impossible_ols(identified["planar3r", "ols"]).save(tmp_path / "m.json")
     before = sorted(tmp_path.iterdir())
     out = [str(tmp_path / "out.urdf"), "--mjcf", str(tmp_path / "out.xml")]
-    assert main(["export", str(saved), "--urdf", *out]) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
+    result = cli_process(["export", str(saved), "--urdf", *out], tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "link 3" in lines[0], lines
     assert sorted(tmp_path.iterdir()) == before
 
 
-def test_models_without_rigid_body_parameters_are_refused(tmp_path, capsys):
+def test_models_without_rigid_body_parameters_are_refused(tmp_path):
     library = FeatureLibrary.parse(["qdd1", "qd1"], 1)
     model = FeatureLibraryModel(library, np.array([[0.5, 0.1]]))
     with pytest.raises(ModelError, match="'feature_library' model has no rigid-body parameters"):
         export_model(model, urdf=tmp_path / "out.urdf")
     saved = model.save(tmp_path / "sindy.json")
     before = sorted(tmp_path.iterdir())
-    assert main(["export", str(saved), "--urdf", str(tmp_path / "out.urdf")]) == 2
-    assert main(["export", str(tmp_path / "missing.json"), "--urdf", str(tmp_path / "out.urdf")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    results = [
+        cli_process(["export", str(model_file), "--urdf", str(tmp_path / "out.urdf")], tmp_path)
+        for model_file in (saved, tmp_path / "missing.json")
+    ]
+    assert [result.returncode for result in results] == [2, 2]
+    err = [line for result in results for line in result.stderr.strip().splitlines()]
     assert len(err) == 2 and "no rigid-body parameters" in err[0] and "model file not found" in err[1]
     assert sorted(tmp_path.iterdir()) == before
 

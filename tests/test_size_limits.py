@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 import yaml
-from helpers import run_cli
+from helpers import cli_process, run_cli
 
 import robotid_sim as rid
 from robotid_sim.cli import main
@@ -116,22 +116,20 @@ def test_a_closed_loop_whose_controllers_all_fail_leaves_no_runs_folder_and_blam
         (["--envs", "0"], r"num_envs \(--envs\) must be a whole number >= 1"),
     ],
 )
-def test_rl_demo_refuses_bad_sizes_and_seeds_before_importing_stable_baselines3(
-    tmp_path, capsys, monkeypatch, flags, expected
-):
-    monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # an import would raise: checks come first
-    code = main(["rl-demo", *flags, "--out", str(tmp_path / "runs")])
-    err = capsys.readouterr().err
-    assert code == 2 and "Traceback" not in err
+def test_rl_demo_refuses_bad_sizes_and_seeds_before_importing_stable_baselines3(tmp_path, monkeypatch, flags, expected):
+    monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # an import would raise (in the fork too)
+    result = cli_process(["rl-demo", *flags], tmp_path)
+    err = result.stderr
+    assert result.returncode == 2 and "Traceback" not in err and err.strip().count("\n") == 0, err
     assert re.search(expected, " ".join(err.split())), err
-    assert not (tmp_path / "runs").exists()
+    assert _listing(tmp_path) == []
 
 
-def test_rl_demo_refuses_an_unknown_estimator_before_importing_stable_baselines3(tmp_path, capsys, monkeypatch):
+def test_rl_demo_refuses_an_unknown_estimator_before_importing_stable_baselines3(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "stable_baselines3", None)
-    code = main(["rl-demo", "--estimator", "nosuch", "--out", str(tmp_path / "runs")])
-    assert code == 2 and "unknown estimator 'nosuch'" in capsys.readouterr().err
-    assert not (tmp_path / "runs").exists()
+    result = cli_process(["rl-demo", "--estimator", "nosuch"], tmp_path)
+    assert result.returncode == 2 and "unknown estimator 'nosuch'" in result.stderr
+    assert _listing(tmp_path) == []
 
 
 def test_rl_demo_refusal_in_a_process_exits_2_and_leaves_nothing(tmp_path):

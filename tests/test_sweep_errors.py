@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import cli_process
 
-from robotid_sim import cli
 from robotid_sim.sweep import run_sweep_tasks
 from robotid_sim.sweep.executors import run_cells
 from robotid_sim.sweep.store import RESULTS_DIR, SWEEP_FILE, write_sweep_file
@@ -45,12 +45,13 @@ def _write(folder: Path, name: str, data: dict) -> Path:
     return path
 
 
-def _refused(folder: Path, capsys, argv: list[str], *needles: str) -> str:
-    """``robotid-sim sweep ARGV`` in ``folder`` exits 2 with one ``error:`` line naming ``needles`` and leaves the
-    folder as it was."""
+def _refused(folder: Path, argv: list[str], *needles: str) -> str:
+    """``robotid-sim sweep ARGV`` in ``folder``, in a process, exits 2 with one ``error:`` line naming ``needles``
+    and leaves the folder as it was."""
     before = _listing(folder)
-    assert cli.main(["sweep", *argv, "--no-progress"]) == 2
-    err = capsys.readouterr().err
+    result = cli_process(["sweep", *argv, "--no-progress"], folder)
+    err = result.stderr
+    assert result.returncode == 2, err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
     for needle in needles:
         assert needle in err
@@ -71,10 +72,10 @@ def _refused(folder: Path, capsys, argv: list[str], *needles: str) -> str:
     ],
     ids=["noise", "excitation", "estimator-option", "validation-excitation"],
 )
-def test_a_nan_or_inf_anywhere_is_refused_before_hashing(tmp_path, monkeypatch, capsys, change, field):
+def test_a_nan_or_inf_anywhere_is_refused_before_hashing(tmp_path, monkeypatch, change, field):
     monkeypatch.chdir(tmp_path)
     _write(tmp_path, "bad.yaml", {**SWEEP, **change})
-    _refused(tmp_path, capsys, ["bad.yaml"], field, "not a finite number")
+    _refused(tmp_path, ["bad.yaml"], field, "not a finite number")
 
 
 @pytest.mark.parametrize(
@@ -91,31 +92,27 @@ def test_a_nan_or_inf_anywhere_is_refused_before_hashing(tmp_path, monkeypatch, 
     ],
     ids=["workers-0", "address-without-dask", "max-tasks", "bad-address"],
 )
-def test_bad_executor_arguments_are_refused_leaving_nothing_behind(tmp_path, monkeypatch, capsys, argv, needles):
+def test_bad_executor_arguments_are_refused_leaving_nothing_behind(tmp_path, monkeypatch, argv, needles):
     monkeypatch.chdir(tmp_path)
     _write(tmp_path, "tiny.yaml", SWEEP)
-    _refused(tmp_path, capsys, ["tiny.yaml", *argv], *needles)
+    _refused(tmp_path, ["tiny.yaml", *argv], *needles)
     assert not (tmp_path / "runs").exists()
 
 
-def test_resume_with_another_grid_is_refused_naming_both_and_changes_nothing(tmp_path, monkeypatch, capsys):
+def test_resume_with_another_grid_is_refused_naming_both_and_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "runs" / "sweeps" / "small"
     (folder / RESULTS_DIR).mkdir(parents=True)
     write_sweep_file(folder, {**SWEEP, "name": "small", "repetitions": 60})
     recorded = (folder / SWEEP_FILE).read_text()
     _write(tmp_path, "other.yaml", {**SWEEP, "name": "other"})
-    _refused(
-        tmp_path, capsys, ["other.yaml", "--resume", "runs/sweeps/small"], "'small' (60 tasks)", "'other' (1 tasks"
-    )
+    _refused(tmp_path, ["other.yaml", "--resume", "runs/sweeps/small"], "'small' (60 tasks)", "'other' (1 tasks")
     # the same name with another grid is no resume either
     _write(tmp_path, "small.yaml", {**SWEEP, "name": "small"})
-    _refused(
-        tmp_path, capsys, ["small.yaml", "--resume", "runs/sweeps/small"], "repetitions", "--resume runs/sweeps/small"
-    )
+    _refused(tmp_path, ["small.yaml", "--resume", "runs/sweeps/small"], "repetitions", "--resume runs/sweeps/small")
     # nor is another sweep run into that folder
     _write(tmp_path, "other2.yaml", {**SWEEP, "name": "other", "output": "small"})
-    _refused(tmp_path, capsys, ["other2.yaml"], "holds the sweep 'small'", "own folder")
+    _refused(tmp_path, ["other2.yaml"], "holds the sweep 'small'", "own folder")
     assert (folder / SWEEP_FILE).read_text() == recorded
 
 
@@ -140,14 +137,14 @@ def test_a_relative_robot_path_is_the_sweep_files_and_is_found_when_resumed_from
     [(25, 10, 100_000, "25,000,000"), (1, 2, 100_000, "200,000")],
 )
 def test_an_absurd_grid_is_refused_at_once_with_its_estimate(
-    tmp_path, monkeypatch, capsys, noise_presets, estimators, repetitions, tasks
+    tmp_path, monkeypatch, noise_presets, estimators, repetitions, tasks
 ):
     monkeypatch.chdir(tmp_path)
     noise = {f"n{k}": {"tau": {"std": 0.01 * (k + 1)}} for k in range(noise_presets)}
     entries = [{"name": "ols", "label": f"ols{k}"} for k in range(estimators)]
     _write(tmp_path, "huge.yaml", {**SWEEP, "noise": noise, "estimators": entries, "repetitions": repetitions})
     start = time.monotonic()
-    err = _refused(tmp_path, capsys, ["huge.yaml", "--max-tasks", "0"], f"{tasks} tasks", "100,000", "of memory")
+    err = _refused(tmp_path, ["huge.yaml", "--max-tasks", "0"], f"{tasks} tasks", "100,000", "of memory")
     assert time.monotonic() - start < 2.0, err  # the issue's limit; the check itself takes milliseconds
 
 
