@@ -82,13 +82,24 @@ def _progress() -> Progress:
 
 
 class _Bars:
-    """Maps the studies' progress(label, done, total) calls onto rich progress bars, one bar per label."""
+    """Maps the studies' progress(label, done, total) calls onto rich progress bars, one bar per label. A context
+    manager: the bars appear with the first call, so a command refused before any work prints its error alone
+    (no empty progress line before it)."""
 
     def __init__(self, progress: Progress):
         self.progress = progress
         self.tasks: dict[str, int] = {}
 
+    def __enter__(self) -> _Bars:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.tasks:
+            self.progress.stop()
+
     def __call__(self, label: str, done: int, total: int) -> None:
+        if not self.tasks:
+            self.progress.start()
         if label not in self.tasks:
             self.tasks[label] = self.progress.add_task(label, total=total)
         self.progress.update(self.tasks[label], completed=done, total=total)
@@ -168,8 +179,8 @@ def cmd_run(args) -> int:
 
     path = resolve_scenario_path(args.scenario)
     _out().print(f"[bold]scenario[/] {path}")
-    with _progress() as progress:
-        run_dir = run_scenario(path, out_dir=args.out, progress=_Bars(progress))
+    with _Bars(_progress()) as bars:
+        run_dir = run_scenario(path, out_dir=args.out, progress=bars)
     _print_tables(load_run_result(run_dir))
     _print_run_folder(run_dir)
     return 0
@@ -236,8 +247,7 @@ def cmd_simulate(args) -> int:
         excitation = simulate_module.resolve_excitation(robot, excitation)
     chain = simulate_module.resolve_noise(robot, noise)
     chain.check_joints(robot.n_dof)
-    with _progress() as progress:
-        bars = _Bars(progress)
+    with _Bars(_progress()) as bars:
         ds = rid.simulate(
             robot,
             excitation,
@@ -322,8 +332,8 @@ def cmd_identify(args) -> int:
         from robotid_sim.studies import load_run_result
         from robotid_sim.studies.identify import run_identify_study
 
-        with _progress() as progress:
-            run_dir = run_identify_study(scenario, out_dir=args.out, progress=_Bars(progress))
+        with _Bars(_progress()) as bars:
+            run_dir = run_identify_study(scenario, out_dir=args.out, progress=bars)
         _print_tables(load_run_result(run_dir))
         _print_run_folder(run_dir)
         return 0
@@ -392,8 +402,8 @@ def cmd_closed_loop(args) -> int:
     from robotid_sim.studies import load_run_result, run_closed_loop_study
 
     plan = prepare_closed_loop_study(parse_closed_loop_study(study, "closed-loop"))
-    with _progress() as progress:
-        run_dir = run_closed_loop_study(plan, out_dir=args.out, progress=_Bars(progress))
+    with _Bars(_progress()) as bars:
+        run_dir = run_closed_loop_study(plan, out_dir=args.out, progress=bars)
     _print_tables(load_run_result(run_dir))
     _print_run_folder(run_dir)
     return 0
@@ -403,7 +413,7 @@ def cmd_rl_demo(args) -> int:
     # run_rl_demo checks the numbers, the seed and the size (naming the flags), then the extra, before any work
     from robotid_sim.studies import run_rl_demo
 
-    with _progress() as progress:
+    with _Bars(_progress()) as bars:
         run_dir = run_rl_demo(
             args.out,
             robot=args.robot,
@@ -412,7 +422,7 @@ def cmd_rl_demo(args) -> int:
             num_envs=args.envs,
             episodes=args.episodes,
             seed=args.seed,
-            progress=_Bars(progress),
+            progress=bars,
             allow_large=args.allow_large,
         )
     from rich.table import Table
@@ -901,7 +911,7 @@ def _run_sweep(args: argparse.Namespace):
         TimeRemainingColumn,
     )
 
-    with Progress(
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -911,8 +921,9 @@ def _run_sweep(args: argparse.Namespace):
         TimeRemainingColumn(),
         console=_err(),
         transient=False,
-    ) as bar:
-        return run_sweep(args.sweep, args.out, progress=_Bars(bar), **kwargs)
+    )
+    with _Bars(bar) as bars:
+        return run_sweep(args.sweep, args.out, progress=bars, **kwargs)
 
 
 def _robot_flags(parser: argparse.ArgumentParser) -> None:

@@ -176,3 +176,13 @@ def test_rl_demo_names_its_cli_flag_for_an_estimator_without_forward_dynamics(tm
     message = str(info.value)
     assert "--estimator" in message and "without forward dynamics" in message and "robot=" not in message
     assert not (tmp_path / "models").exists()
+
+
+def test_a_rate_too_low_to_record_two_samples_is_refused_before_simulating(tmp_path):
+    """``simulate --rate 1e-9`` simulated the whole excitation, then failed on a one-sample dataset without naming
+    the rate; the step and sample counts are checked first."""
+    result = cli_process(["simulate", "--robot", "planar3r", "--rate", "1e-9", "--out", "a.csv"], tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "rate_hz = 1e-09 Hz gives 1 sample; a dataset needs at least 2" in result.stderr
+    assert "simulate" not in result.stderr.replace("simulation:", "")  # no progress bar: nothing was simulated
+    assert _listing(tmp_path) == []

@@ -83,8 +83,9 @@ def simulation_cost(n_dof: int, duration: float, dt: float, rate_hz: float, what
     """Steps and samples of one simulation, checking its numbers (no array is made).
 
     Raises:
-        ConfigError: a duration, step or rate that is not a finite positive number, or a rate that does not
-            divide the physics rate ``1/dt`` (the same rule as :func:`~robotid_sim.sim.simulate.simulate`).
+        ConfigError: a duration, step or rate that is not a finite positive number, a rate that does not
+            divide the physics rate ``1/dt`` (the same rule as :func:`~robotid_sim.sim.simulate.simulate`), or
+            fewer than 2 samples.
     """
     for name, value in (("duration", duration), ("dt", dt), ("rate_hz", rate_hz)):
         if not isinstance(value, int | float) or not math.isfinite(value) or not value > 0:
@@ -100,7 +101,13 @@ def simulation_cost(n_dof: int, duration: float, dt: float, rate_hz: float, what
     if not math.isfinite(steps_float):
         raise ConfigError(f"{what}: duration / dt = {duration:g} / {dt:g} is not a finite number of steps")
     steps = max(int(round(steps_float)), 1)
-    return SimulationCost(n_dof=int(n_dof), steps=steps, samples=-(-steps // decimation))
+    samples = -(-steps // decimation)
+    if samples < 2:
+        raise ConfigError(
+            f"{what}: {duration:g} s recorded at rate_hz = {rate_hz:g} Hz gives {samples} sample; a dataset needs at "
+            "least 2: raise the rate or the duration"
+        )
+    return SimulationCost(n_dof=int(n_dof), steps=steps, samples=samples)
 
 
 def limit_problems(
