@@ -404,6 +404,84 @@ def forward_per_copy(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
         ok[b] = _forward_one(kind, axis, R0, p0, inert[b], g, rotor[b], q[b], qd[b], rhs[b], qdd[b])
 
 
+# ----------------------------------------------------------------------------- env stepping
+
+
+@njit(cache=True)
+def _friction(fkind, fvals, alpha, vs, smoothing, qd, out):
+    """Friction torque ``out`` (n,) at ``qd`` (n,): the column laws of :mod:`robotid_sim.dynamics.friction`
+    (0 none, 1 coulomb_viscous, 2 nonlinear, 3 stribeck, 4 nonlinear_stribeck), summed with ``fvals`` (n, k)."""
+    for j in range(qd.shape[0]):
+        v = qd[j]
+        if fkind == 0:
+            out[j] = 0.0
+            continue
+        s = np.tanh(v / smoothing) if smoothing > 0.0 else np.sign(v)
+        if fkind == 1:
+            out[j] = s * fvals[j, 0] + v * fvals[j, 1] + fvals[j, 2]
+        elif fkind == 2:
+            out[j] = s * fvals[j, 0] + abs(v) ** alpha[j] * s * fvals[j, 1] + fvals[j, 2]
+        else:
+            e = np.exp(-((v / vs[j]) ** 2))
+            t = s * (1.0 - e) * fvals[j, 0] + s * e * fvals[j, 1]
+            if fkind == 3:
+                out[j] = t + v * fvals[j, 2]
+            else:
+                out[j] = t + abs(v) ** alpha[j] * s * fvals[j, 2] + fvals[j, 3]
+
+
+@njit(cache=True)
+def _step_one(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, substeps, work):
+    """``substeps`` semi-implicit Euler steps of one copy, in place; False (state restored) on a singular M
+    or a state that stops being finite."""
+    fkind, fvals, alpha, vs, smoothing = friction
+    E, P, C, W, DW, A, M, h, x, zero, q0, qd0 = work
+    n = kind.shape[0]
+    for j in range(n):
+        q0[j] = q[j]
+        qd0[j] = qd[j]
+    for _ in range(substeps):
+        _kinematics(kind, axis, R0, p0, q, E, P)
+        _crba(kind, axis, inert, rotor, E, P, M, C)
+        _rnea(kind, axis, inert, g, E, P, qd, zero, h, W, DW, A)
+        _friction(fkind, fvals, alpha, vs, smoothing, qd, x)
+        for j in range(n):
+            x[j] = (tau[j] - x[j]) - h[j]
+        fine = _solve(M, x)
+        if fine:
+            for j in range(n):
+                qd[j] = qd[j] + dt * x[j]
+            for j in range(n):
+                q[j] = q[j] + dt * qd[j]
+                fine = fine and np.isfinite(q[j]) and np.isfinite(qd[j])
+        if not fine:
+            for j in range(n):
+                q[j] = q0[j]
+                qd[j] = qd0[j]
+            return False
+    return True
+
+
+@njit(cache=True)
+def step_per_copy(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, substeps, ok, work):
+    """One env control step of B copies, in place: ``substeps`` steps of qd <- qd + dt·qdd, q <- q + dt·qd
+    (:func:`robotid_sim.dynamics.forward.semi_implicit_euler`), qdd solving M_b qdd = tau_b - friction_b(qd) - h_b
+    with each copy's parameters ``inert[b]`` (n, 10), ``rotor[b]`` (n,) and friction values.
+
+    Args:
+        friction: ``(fkind, fvals (B, n, k), alpha (n,), vs (n,), smoothing)`` (see :func:`_friction`).
+        q, qd: (B, n) state, advanced in place; tau: (B, n) held over the substeps.
+        ok: (B,) bool, written: False where M was singular or the state stopped being finite (that copy keeps
+            its starting state).
+        work: the preallocated work arrays ``(E (n,3,3), P (n,3), C (n,10), W, DW, A (n,3), M (n,n), h, x, zero,
+            q0, qd0 (n,))``, ``zero`` all zeros; nothing is allocated here.
+    """
+    fkind, fvals, alpha, vs, smoothing = friction
+    for b in range(q.shape[0]):
+        law = (fkind, fvals[b], alpha, vs, smoothing)
+        ok[b] = _step_one(kind, axis, R0, p0, inert[b], g, rotor[b], law, q[b], qd[b], tau[b], dt, substeps, work)
+
+
 # ----------------------------------------------------------------------------- regressor
 
 _FASTMATH = {"contract"}

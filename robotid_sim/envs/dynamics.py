@@ -23,7 +23,11 @@ from __future__ import annotations
 import numpy as np
 
 from robotid_sim.dynamics import crba
+from robotid_sim.dynamics.friction import CoulombViscous, NoFriction, NonlinearExponent, NonlinearStribeck, Stribeck
 from robotid_sim.errors import ConfigError, DataError
+
+#: the friction laws the compiled stepping kernel knows, by its code (``crba_kernels._friction``)
+FRICTION_CODES = {NoFriction: 0, CoulombViscous: 1, NonlinearExponent: 2, Stribeck: 3, NonlinearStribeck: 4}
 
 
 class CovarianceDraws:
@@ -82,6 +86,20 @@ class CopyParameters:
         self.friction = np.empty((copies, n, k))
         for i in range(copies):
             self.set(i, model.standard_equivalent())
+        self.compiled = _step_kernel() is not None and type(robot.friction) in FRICTION_CODES
+        if self.compiled:
+            friction = robot.friction
+            ones = np.ones(n)
+            self._law = (
+                FRICTION_CODES[type(friction)],
+                self.friction,
+                np.ascontiguousarray(getattr(friction, "alpha", ones), dtype=float),
+                np.ascontiguousarray(getattr(friction, "vs", ones), dtype=float),
+                float(friction.sign_smoothing),
+            )
+            shapes = ((n, 3, 3), (n, 3), (n, 10), (n, 3), (n, 3), (n, 3), (n, n)) + ((n,),) * 5
+            self._work = tuple(np.zeros(shape) for shape in shapes)
+            self.ok = np.ones(copies, dtype=np.bool_)
 
     def set(self, i: int, theta: np.ndarray) -> None:
         """Give copy ``i`` the standard parameters ``theta`` (p,)."""
@@ -114,6 +132,35 @@ class CopyParameters:
                     ok[i] = False
         qdd[~ok] = 0.0
         return qdd, ok
+
+
+    def step(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, h: float, substeps: int) -> np.ndarray:
+        """One control step of every copy in one compiled call (only where :attr:`compiled`), in place.
+
+        The same steps as :func:`~robotid_sim.dynamics.forward.semi_implicit_euler` over :meth:`forward`
+        (friction and rotor inertia included), all substeps inside
+        :func:`robotid_sim.dynamics.crba_kernels.step_per_copy`, on preallocated work arrays.
+
+        Args:
+            q, qd: (B, n) float C-contiguous state, advanced in place.
+            tau: (B, n) motor torque, held over the substeps.
+            h: physics step (s).
+            substeps: physics steps per control step.
+
+        Returns:
+            ok (B,) (a buffer of this object, overwritten by the next call): False for copies whose mass
+            matrix was singular or whose state stopped being finite; those keep their starting state.
+        """
+        c = self._chain
+        args = (c.kind, c.axis, c.origin_rotation, c.origin_translation, self.inertials, self._gravity, self.rotor)
+        _step_kernel()(*args, self._law, q, qd, tau, float(h), int(substeps), self.ok, self._work)
+        return self.ok
+
+
+def _step_kernel():
+    """:func:`robotid_sim.dynamics.crba_kernels.step_per_copy` (cached on disk), or None without numba."""
+    kernels = crba.kernels()
+    return None if kernels is None else kernels.step_per_copy
 
 
 def _per_copy_kernel():

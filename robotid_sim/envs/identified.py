@@ -182,7 +182,13 @@ class IdentifiedArmEnv(ArmEnv):
         built = IdentifiedArm.build(model, robot, options)
         super().__init__(built.arm)
         self.model, self.robot, self._draws = built.model, built.robot, built.draws
-        self._copy = CopyParameters(self.model, 1) if self._draws is not None else None
+        from robotid_sim.identification.models import LinearParameterModel
+
+        linear = isinstance(self.model, LinearParameterModel)
+        self._copy = CopyParameters(self.model, 1) if self._draws is not None or linear else None
+        n = len(self.model.joint_names)
+        self._state = np.zeros((2, 1, n))  # the compiled step's q, qd buffers
+        self._tau = np.zeros((1, n))
         self.episode_parameters: np.ndarray | None = None
         self._renderer = KinematicRenderer(self.robot) if self.robot is not None else None
 
@@ -204,6 +210,11 @@ class IdentifiedArmEnv(ArmEnv):
 
     def _advance(self, tau):
         options = self.arm.options
+        if self._copy is not None and self._copy.compiled:
+            q, qd = self._state
+            q[0], qd[0], self._tau[0] = self.q, self.qd, tau
+            ok = self._copy.step(q, qd, self._tau, options.physics_dt, options.substeps)
+            return q[0].copy(), qd[0].copy(), bool(ok[0])
         q, qd, ok = semi_implicit_euler(
             self._forward, self.q[None], self.qd[None], tau[None], options.physics_dt, options.substeps
         )
