@@ -431,6 +431,14 @@ def _friction(fkind, fvals, alpha, vs, smoothing, qd, out):
 
 
 @njit(cache=True)
+def friction_per_copy(fkind, fvals, alpha, vs, smoothing, qd, out):
+    """Friction torque ``out`` (B, n) of B copies at ``qd`` (B, n), copy b with its values ``fvals[b]`` (n, k):
+    the law of :func:`step_per_copy`, for the copies stepped outside it."""
+    for b in range(qd.shape[0]):
+        _friction(fkind, fvals[b], alpha, vs, smoothing, qd[b], out[b])
+
+
+@njit(cache=True)
 def _step_one(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, substeps, work):
     """``substeps`` semi-implicit Euler steps of one copy, in place; False (state restored) on a singular M
     or a state that stops being finite."""

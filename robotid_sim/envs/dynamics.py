@@ -111,9 +111,13 @@ class CopyParameters:
 
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(qdd, ok)`` (B, n), (B,) of every copy with its own parameters; ok False where M is singular."""
-        friction = np.einsum("bjk,bjk->bj", self._robot.friction.columns(qd), self.friction)
-        rhs = np.ascontiguousarray(tau - friction)
         q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+        if self.compiled:  # the friction of step(), to the last bit
+            friction = np.empty_like(qd)
+            crba.kernels().friction_per_copy(*self._law, qd, friction)
+        else:
+            friction = np.einsum("bjk,bjk->bj", self._robot.friction.columns(qd), self.friction)
+        rhs = np.ascontiguousarray(tau - friction)
         qdd = np.empty_like(q)
         ok = np.empty(q.shape[0], dtype=np.bool_)
         c = self._chain
