@@ -71,6 +71,11 @@ class CopyParameters:
         copies: B.
 
     Every copy starts with the model's own parameters; :meth:`set` gives copy i its draw.
+
+    Attributes:
+        compiled: True where :meth:`step` can step the copies in one compiled call (numba is there and the
+            robot's friction law is one of :data:`FRICTION_CODES`).
+        ok: with ``compiled``, the (B,) result buffer of :meth:`step`.
     """
 
     def __init__(self, model, copies: int):
@@ -100,6 +105,9 @@ class CopyParameters:
             shapes = ((n, 3, 3), (n, 3), (n, 10), (n, 3), (n, 3), (n, 3), (n, n)) + ((n,),) * 5
             self._work = tuple(np.zeros(shape) for shape in shapes)
             self.ok = np.ones(copies, dtype=np.bool_)
+            c = self._chain
+            self._robot_arrays = (c.kind, c.axis, c.origin_rotation, c.origin_translation, self.inertials)
+            self._robot_arrays += (self._gravity, self.rotor)
 
     def set(self, i: int, theta: np.ndarray) -> None:
         """Give copy ``i`` the standard parameters ``theta`` (p,)."""
@@ -137,7 +145,6 @@ class CopyParameters:
         qdd[~ok] = 0.0
         return qdd, ok
 
-
     def step(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, h: float, substeps: int) -> np.ndarray:
         """One control step of every copy in one compiled call (only where :attr:`compiled`), in place.
 
@@ -155,9 +162,7 @@ class CopyParameters:
             ok (B,) (a buffer of this object, overwritten by the next call): False for copies whose mass
             matrix was singular or whose state stopped being finite; those keep their starting state.
         """
-        c = self._chain
-        args = (c.kind, c.axis, c.origin_rotation, c.origin_translation, self.inertials, self._gravity, self.rotor)
-        _step_kernel()(*args, self._law, q, qd, tau, float(h), int(substeps), self.ok, self._work)
+        _step_kernel()(*self._robot_arrays, self._law, q, qd, tau, float(h), int(substeps), self.ok, self._work)
         return self.ok
 
 
