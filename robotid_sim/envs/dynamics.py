@@ -6,6 +6,15 @@ velocity), so an identified env stepped at PyBullet's time step with the true pa
 PyBullet's trajectory to rounding. Batched over copies: one forward-dynamics call per physics
 substep for all of them.
 
+**Compiled step.** For a model linear in its parameters (:class:`CopyParameters`, ``compiled``: numba
+present and the friction law one of :data:`FRICTION_CODES`), :meth:`CopyParameters.step` makes a whole
+control step of every copy one call of :func:`robotid_sim.dynamics.crba_kernels.step_per_copy`: all
+substeps of the same semi-implicit Euler over the same CRBA + RNEA + LU, friction and rotor inertia
+included, on work arrays allocated once. ``IdentifiedArm-v0`` steps this way (its trajectory equals the
+Python integration to rounding); other models (nonlinear ones: feature libraries, Lagrangian and
+residual networks) keep :func:`~robotid_sim.dynamics.forward.semi_implicit_euler` over their
+``forward_dynamics``.
+
 **Parameter draws** (``parameter_draws="covariance"``): at every reset the identified
 parameters are drawn from N(θ̂, s²·Σ), Σ the model's covariance and s the
 ``parameter_draw_scale``: domain randomisation from the identification's own uncertainty. Σ may

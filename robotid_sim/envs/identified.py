@@ -3,7 +3,10 @@
 The arm moves as the model says: its forward dynamics (friction and rotor inertia included, as
 identified) integrated by semi-implicit Euler at ``physics_dt``, PyBullet's own scheme and step,
 so that a model equal to the truth follows ``PyBulletArm-v0`` to rounding. Spaces, tasks,
-reward and termination are those of :mod:`robotid_sim.envs.spec`.
+reward and termination are those of :mod:`robotid_sim.envs.spec`. A model linear in its parameters
+(with or without parameter draws) steps in one compiled call per control step
+(:meth:`robotid_sim.envs.dynamics.CopyParameters.step`); other models step through their
+``forward_dynamics`` from Python.
 
 ``model`` is an :class:`~robotid_sim.identification.IdentifiedModel` or the path of a saved one;
 ``robot`` (a :class:`~robotid_sim.robot.Robot`, a registered name or a URDF path) is optional
