@@ -48,6 +48,11 @@ BLANK_PNG = bytes.fromhex(
 )
 
 
+def save_blank(figure, fname, *args, **kwargs) -> None:
+    """``Figure.savefig`` without the rendering: :data:`BLANK_PNG` at ``fname``."""
+    Path(fname).write_bytes(BLANK_PNG)
+
+
 @pytest.fixture(autouse=True)
 def figures_not_rendered(request, monkeypatch):
     """Figures are built in full (every plotting call, its data, labels and layout objects) but saved as a blank
@@ -58,10 +63,7 @@ def figures_not_rendered(request, monkeypatch):
         return
     from matplotlib.figure import Figure
 
-    def blank(self, fname, *args, **kwargs):
-        Path(fname).write_bytes(BLANK_PNG)
-
-    monkeypatch.setattr(Figure, "savefig", blank)
+    monkeypatch.setattr(Figure, "savefig", save_blank)
 
 
 @pytest.fixture()
@@ -158,7 +160,7 @@ def history_run(tmp_path_factory) -> Path:
 
     def make() -> Path:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(Figure, "savefig", lambda self, fname, *a, **k: Path(fname).write_bytes(BLANK_PNG))
+            patch.setattr(Figure, "savefig", save_blank)
             out = shared_temp(tmp_path_factory) / "history_run"
             return rid.run_scenario(parse_scenario(scenario, "tiny"), out_dir=out)
 
