@@ -18,7 +18,15 @@ from gymnasium.vector import AutoresetMode
 import robotid_sim as rid
 from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, IdentifiedArmVectorEnv
 from robotid_sim.envs.sb3 import SB3VecEnvAdapter, to_sb3
-from robotid_sim.envs.spec import ACTION_COST, TORQUE_FROM_DYNAMICS, TORQUE_LIMIT_FACTOR, ArmEnvOptions, arm_spec
+from robotid_sim.envs.spec import (
+    ACTION_COST,
+    TORQUE_FROM_DYNAMICS,
+    TORQUE_LIMIT_FACTOR,
+    VELOCITY_BOUND_FACTOR,
+    VELOCITY_COST,
+    ArmEnvOptions,
+    arm_spec,
+)
 from robotid_sim.errors import ConfigError
 from robotid_sim.identification import StandardParameterModel
 
@@ -131,15 +139,34 @@ def test_time_limit_truncates_and_leaving_the_limits_terminates(robots):
     assert ends == [(False, False), (False, False), (False, True)]
 
 
-def test_reward_is_one_at_the_target_at_rest_and_never_below_minus_the_action_cost(robots):
+def test_reward_is_two_at_the_target_at_rest_pays_for_precision_and_stays_bounded(robots):
     arm = arm_spec(robots["planar3r"], ArmEnvOptions())
-    q = np.array([[0.3, -0.2, 0.1]])
-    assert arm.reward(q, q, np.zeros((1, 3)))[0] == 1.0
+    q, rest = np.array([[0.3, -0.2, 0.1]]), np.zeros((1, 3))
+    assert arm.reward(q, rest, q, np.zeros((1, 3)))[0] == 2.0
     far = np.stack([arm.lower, arm.upper])  # opposite ends of every joint's range
-    assert arm.reward(far[:1], far[1:], np.ones((1, 3)))[0] == pytest.approx(-ACTION_COST)
+    assert arm.reward(far[:1], rest, far[1:], np.ones((1, 3)))[0] == pytest.approx(-ACTION_COST, abs=1e-6)
     # the error counts by its absolute value (a squared error leaves a policy no gradient near the target)
     half = arm.lower + 0.5 * (arm.upper - arm.lower)
-    assert arm.reward(half[None], arm.upper[None], np.zeros((1, 3)))[0] == pytest.approx(0.5)
+    assert arm.reward(half[None], rest, arm.upper[None], np.zeros((1, 3)))[0] == pytest.approx(0.5, abs=1e-4)
+    # the precision term: 0.05 rad off on every joint earns much less than 0.01 rad off
+    target = np.zeros((1, 3))
+    near, nearer = (arm.reward(np.full((1, 3), d), rest, target, np.zeros((1, 3)))[0] for d in (0.05, 0.01))
+    assert nearer - near > 0.3
+    # moving at the velocity limit costs VELOCITY_COST
+    moving = arm.reward(q, arm.velocity_limit[None], q, np.zeros((1, 3)))[0]
+    assert moving == pytest.approx(2.0 - VELOCITY_COST)
+
+
+def test_a_run_away_state_gets_a_bounded_reward(robots):
+    """Regression: an identified model that blew up within one control step (q ~ 1e300) gave a reward of
+    -1e300, float32 infinity in Stable-Baselines3, and NaN everywhere after VecNormalize."""
+    arm = arm_spec(robots["planar3r"], ArmEnvOptions())
+    q = np.array([[1e300, -1e300, 3.0]])
+    qd = np.array([[1e300, np.inf, -1e300]])
+    r = arm.reward(q, qd, np.zeros((1, 3)), np.ones((1, 3)))
+    low = -VELOCITY_COST * VELOCITY_BOUND_FACTOR**2 - ACTION_COST
+    assert np.isfinite(r).all() and low - 1e-12 <= r[0] <= 2.0
+    assert np.isfinite(np.float32(r[0]))
 
 
 def test_torque_limits_fall_back_to_the_dynamics_without_urdf_effort_limits(robots):

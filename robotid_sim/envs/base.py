@@ -134,7 +134,7 @@ class ArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self.q, self.qd = q, qd
         self.steps += 1
         obs, q_target = observe(self.arm, self.task, q[None], qd[None], self._params[None], [self.steps])
-        reward = self.arm.reward(q[None], q_target, a)[0]
+        reward = self.arm.reward(q[None], qd[None], q_target, a)[0]
         terminated = self.arm.terminated(q[None], qd[None], [ok])[0]
         info = {"t": self.steps * self.arm.options.control_dt, "joint_error": float(joint_error(q[None], q_target)[0])}
         return obs[0], float(reward), bool(terminated), False, info

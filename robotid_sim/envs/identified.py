@@ -21,6 +21,7 @@ client) is left out and created again on the next frame, so the env works in
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -38,6 +39,8 @@ from robotid_sim.robot.model import Robot
 from robotid_sim.sim.pybullet_sim import DEFAULT_DT
 
 ENV_NAME = "IdentifiedArm-v0"
+#: random states inside the joint limits at which :func:`indefinite_mass_fraction` checks the mass matrix
+MASS_CHECK_STATES = 1000
 #: the keyword arguments of the identified envs that are not options (listed with the valid options in messages)
 ARGUMENTS = ("model", "robot")
 
@@ -111,7 +114,35 @@ class IdentifiedArm:
         inverse = robot.inverse_dynamics if robot is not None else model.predict_torque
         arm = arm_spec(chain, options, inverse)
         draws = CovarianceDraws(model, options.parameter_draw_scale) if options.parameter_draws else None
+        bad = indefinite_mass_fraction(model, chain) if model.has_forward_dynamics else 0.0
+        if bad > 0:
+            warnings.warn(
+                f"{where}: {mass_matrix_message(bad, model.estimator)}; such episodes end at once (terminated)",
+                UserWarning,
+                stacklevel=2,
+            )
         return cls(model, robot, arm, draws)
+
+
+def indefinite_mass_fraction(model, chain) -> float:
+    """The fraction of :data:`MASS_CHECK_STATES` random positions inside ``chain``'s limits (seed 0) at which
+    ``model``'s mass matrix is not positive definite, so that its forward dynamics fails or runs away (0 for a
+    physically consistent model, e.g. ``lmi_wls``'s)."""
+    q, _, _ = chain.random_states(np.random.default_rng(0), MASS_CHECK_STATES)
+    M = model.mass_matrix(q)
+    M = 0.5 * (M + np.swapaxes(M, -1, -2))
+    with np.errstate(all="ignore"):
+        smallest = np.linalg.eigvalsh(M)[:, 0] if np.isfinite(M).all() else np.full(len(q), np.nan)
+    return float(np.mean(~(smallest > 0)))
+
+
+def mass_matrix_message(fraction: float, estimator: str) -> str:
+    """What :func:`indefinite_mass_fraction` found, and the fix."""
+    return (
+        f"the '{estimator}' model's mass matrix is not positive definite at {fraction:.0%} of random states inside the "
+        "joint limits (its parameters are not physically consistent): identify with a physically consistent "
+        "estimator (lmi_wls)"
+    )
 
 
 def _registered_robot_like(structure):

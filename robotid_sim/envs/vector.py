@@ -245,7 +245,7 @@ class IdentifiedArmVectorEnv(VectorEnv):
         for i in np.flatnonzero(resetting):
             self._reset_copy(i)
         obs, q_target = observe(self.arm, self.task, self.q, self.qd, self._params, self.steps)
-        reward = self.arm.reward(self.q, q_target, a)
+        reward = self.arm.reward(self.q, self.qd, q_target, a)
         terminated = self.arm.terminated(self.q, self.qd, ok)
         truncated = self.steps >= self.max_episode_steps
         reward[resetting], terminated[resetting], truncated[resetting] = 0.0, False, False
