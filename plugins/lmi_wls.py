@@ -25,6 +25,11 @@ class LMIWLSEstimator(Estimator):
     any state. It also works on data too poor for ``ols`` (rank-deficient): the constraints choose
     among the parameter sets the data cannot tell apart.
 
+    Covariance: the (weighted) least-squares covariance of the base parameters β = K θ at the constrained
+    solution, the constraints left out, lifted to the standard parameters by K⁺ (Σ_θ = K⁺ Σ_β K⁺ᵀ, rank b):
+    draws from it (``IdentifiedArm-v0``'s ``parameter_draws="covariance"``) move only the combinations the
+    data identified, and leave the rest at the constrained solution.
+
     Diagnostics: ``condition_number`` (None without ``check_excitation``), ``joint_noise_std``,
     ``consistent``, ``link_min_eigenvalue`` (per link), ``solver_status`` (cvxpy's), ``deadband_rows_removed``.
     """
@@ -42,6 +47,7 @@ class LMIWLSEstimator(Estimator):
         cond = problem.check_excitation() if self.check_excitation else None
         solver = PhysicalLeastSquares(problem, physical_options(self))
         theta, fit = solver.solve()
+        weights = None
         diagnostics: dict = {"condition_number": cond}
         if self.weighted:
             n, joint = problem.n_dof, problem.row_joint()
@@ -49,12 +55,17 @@ class LMIWLSEstimator(Estimator):
                 fit.residual, None, n, row_joint=joint, n_params=solver.ls.n_params(per_joint=True)
             )
             variance = np.maximum(variance, 1e-300)
-            theta, fit = solver.solve(1.0 / variance)
+            weights = 1.0 / variance
+            theta, fit = solver.solve(weights)
             diagnostics["joint_noise_std"] = np.sqrt(variance).tolist()
+        lift = np.linalg.pinv(problem.base.K)
+        unit = np.ones(solver.ls.n_cells)
+        covariance = lift @ solver.ls.covariance(unit if weights is None else weights, None, fit) @ lift.T
         check = standard_consistency(problem.structure, theta)
         return StandardParameterModel.from_problem(
             problem,
             theta,
+            covariance=0.5 * (covariance + covariance.T),
             diagnostics={
                 **diagnostics,
                 "consistent": check.consistent,
