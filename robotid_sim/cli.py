@@ -410,7 +410,10 @@ def cmd_closed_loop(args) -> int:
 
 
 def cmd_rl_demo(args) -> int:
-    # run_rl_demo checks the numbers, the seed and the size (naming the flags), then the extra, before any work
+    # run_rl_demo / run_rl_compare check the numbers, the seed and the size (naming the flags), then the extra,
+    # before any work
+    if args.compare:
+        return _rl_compare(args)
     from robotid_sim.studies import run_rl_demo
 
     with _Bars(_progress()) as bars:
@@ -418,10 +421,10 @@ def cmd_rl_demo(args) -> int:
             args.out,
             robot=args.robot,
             estimator=args.estimator,
-            timesteps=args.timesteps,
-            num_envs=args.envs,
+            **_given(timesteps=args.timesteps, num_envs=args.envs),
             episodes=args.episodes,
             seed=args.seed,
+            parameter_draws=args.parameter_draws,
             progress=bars,
             allow_large=args.allow_large,
         )
@@ -429,14 +432,53 @@ def cmd_rl_demo(args) -> int:
 
     metrics = json.loads((run_dir / "metrics.json").read_text())
     table = Table(title=f"RL sim-to-sim demo ({metrics['robot']}, {metrics['timesteps']:,} PPO steps)")
-    for column in ("env", "mean return", "median final error [rad]", "90th percentile [rad]"):
+    for column in ("env", "success", "median final error [rad]", "90th pct [rad]", "mean return"):
         table.add_column(column)
     for env, row in metrics["summary"].items():
         table.add_row(
-            env, f"{row['mean_return']:.2f}", f"{row['median_final_error']:.4f}", f"{row['p90_final_error']:.4f}"
+            env,
+            f"{row['success_rate']:.0%}",
+            f"{row['median_final_error']:.4f}",
+            f"{row['p90_final_error']:.4f}",
+            f"{row['mean_return']:.1f}",
         )
     _out().print(table)
     _out().print(f"sim-to-sim gap (truth / identified, median final error): {metrics['gap']:.3f}x")
+    _print_run_folder(run_dir)
+    return 0
+
+
+def _given(**options) -> dict:
+    """The options given on the command line (not None): the others keep the study's defaults."""
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def _rl_compare(args) -> int:
+    from rich.table import Table
+
+    from robotid_sim.studies.rl_compare import COLUMNS, load_compare_result, run_rl_compare, summary_rows
+
+    with _Bars(_progress()) as bars:
+        run_dir = run_rl_compare(
+            args.out,
+            robot=args.robot,
+            estimator=args.estimator,
+            **_given(timesteps=args.timesteps),
+            seeds=args.seeds,
+            episodes=args.episodes,
+            seed=args.seed,
+            **_given(num_envs=args.envs),
+            workers=args.workers,
+            progress=bars,
+            allow_large=args.allow_large,
+        )
+    result = load_compare_result(run_dir)
+    table = Table(title=f"Policies evaluated on the truth ({result.robot}, {result.timesteps:,} steps each)")
+    for column in COLUMNS:
+        table.add_column(column)
+    for row in summary_rows(result):
+        table.add_row(*row)
+    _out().print(table)
     _print_run_folder(run_dir)
     return 0
 
@@ -746,16 +788,39 @@ def _add_rl_demo(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
         help="train PPO on an identified model's reach env, evaluate it on the PyBullet truth (needs the rl extra)",
         description="Identify a model from noisy simulated data, train Stable-Baselines3's PPO on "
         "robotid_sim/IdentifiedArm-v0 (reach) and evaluate the policy on the identified env and on "
-        "robotid_sim/PyBulletArm-v0: return and final joint error on both, i.e. the sim-to-sim gap. Needs "
-        "pip install 'robotid-sim[rl]'. Writes a run folder under --out with metrics.json, plots and a report.",
+        "robotid_sim/PyBulletArm-v0: success rate, return and final joint error on both, i.e. the sim-to-sim "
+        "gap. With --compare, policies trained on the truth, on identified models and on a CAD model are all "
+        "evaluated on the truth. Needs pip install 'robotid-sim[rl]'. Writes a run folder under --out with "
+        "metrics.json, plots and a report.",
     )
     p.add_argument("--robot", default="planar3r", help="bundled robot name or URDF path (default: planar3r)")
-    p.add_argument("--estimator", default="ols", help="estimator of the training model (default: ols)")
-    p.add_argument("--timesteps", type=int, default=3_000_000, help="PPO environment steps (default: 3,000,000)")
-    p.add_argument("--envs", type=int, default=32, help="copies in the vector env (default: 32)")
-    p.add_argument("--episodes", type=int, default=20, help="evaluation episodes per env (default: 20)")
+    p.add_argument("--estimator", default="lmi_wls", help="estimator of the training model (default: lmi_wls)")
+    p.add_argument(
+        "--timesteps",
+        type=int,
+        default=None,
+        help="PPO environment steps per policy (default: 2,500,000; with --compare 1,000,000)",
+    )
+    p.add_argument("--envs", type=int, default=None, help="copies in the vector env (default: the recipe's 64)")
+    p.add_argument("--episodes", type=int, default=50, help="evaluation episodes per env or policy (default: 50)")
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the data, the training and the episodes, a whole number >= 0"
+    )
+    p.add_argument(
+        "--parameter-draws",
+        choices=["covariance"],
+        default=None,
+        help="train with the identified parameters drawn from the model's covariance at every reset",
+    )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="train policies on the truth, identified models (with and without covariance draws, good and poor "
+        "data) and a CAD model, evaluate all on the truth",
+    )
+    p.add_argument("--seeds", type=int, default=3, help="with --compare: training seeds per policy (default: 3)")
+    p.add_argument(
+        "--workers", type=int, default=1, help="with --compare: trainings at once, one process each (default: 1)"
     )
     p.add_argument(
         "--allow-large",

@@ -1,16 +1,18 @@
 """Sim-to-sim demo (``robotid-sim rl-demo``): train a policy on an identified model, evaluate it on the truth.
 
 1. Simulate the robot's default excitation in PyBullet with measurement noise and identify a model
-   (``ols`` by default) from it: the only thing the policy will ever train on.
-2. Train Stable-Baselines3's PPO (an optional extra: ``pip install 'robotid-sim[rl]'``) on
-   ``robotid_sim/IdentifiedArm-v0`` (task ``reach``), the vector entry point stepping all copies in
-   one batched call, observations and rewards normalised by SB3's ``VecNormalize``.
+   (``lmi_wls`` by default, physically consistent) from it: the only thing the policy will ever train on.
+   A model whose mass matrix is not positive definite inside the joint limits is refused (its episodes
+   would end at once): ``ols`` on planar3r's noisy data is one, at 74 % of random states.
+2. Train PPO on ``robotid_sim/IdentifiedArm-v0`` (task ``reach``) with the recipe of
+   :mod:`robotid_sim.studies.rl_training` (Stable-Baselines3, an optional extra:
+   ``pip install 'robotid-sim[rl]'``).
 3. Evaluate the deterministic policy on the same episodes (same seeds: same start and target) of the
-   identified env and of ``robotid_sim/PyBulletArm-v0`` (the truth, friction on): return and final
-   joint error ‖q − q*‖ per episode. Their ratio is the sim-to-sim gap.
+   identified env and of ``robotid_sim/PyBulletArm-v0`` (the truth, friction on): return, final joint error
+   ‖q − q*‖ and success (final error <= 0.05 rad) per episode. Their ratio is the sim-to-sim gap.
 
 The run folder holds the identified model (``models/``), ``metrics.json`` (per-episode returns and
-final errors on both envs, training time, the options), ``plots/final_errors.png`` (final error per
+final errors on both envs, success rates, training time, the options), ``plots/final_errors.png`` (final error per
 episode, identified vs truth), ``plots/episode.png`` (joint error over the first episode on both) and
 ``report.md`` / ``report.html``. The policy itself is not saved (SB3 saves with pickle, which a run
 folder never holds).
@@ -19,12 +21,14 @@ Torque limits: the actions are scaled by :func:`demo_torque_limit` (twice the la
 of each joint over the workspace, at least a tenth of its URDF effort limit, at most that limit), not
 by the URDF effort limits, which on light distal links give accelerations of hundreds of rad/s²
 within one 10 ms control step.
+
+``robotid-sim rl-demo --compare`` (:mod:`robotid_sim.studies.rl_compare`) trains policies on the truth, on
+identified models and on a CAD model and evaluates them all on the truth.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,15 +39,16 @@ from robotid_sim.progress import Progress
 
 #: gravity torques are sampled at this many random positions for :func:`demo_torque_limit`
 GRAVITY_SAMPLES = 2000
-#: PPO's rollout length per env copy (SB3's ``n_steps``): one rollout is ``n_steps × num_envs`` steps
-PPO_STEPS_PER_ROLLOUT = 256
-#: seconds of wall time per PPO environment step (measured 184 µs: 552 s for 3 M steps, 32 copies, 2 cores)
+#: seconds of wall time per PPO environment step, updates included (measured about 240 µs with the recipe of
+#: :mod:`robotid_sim.studies.rl_training` on planar3r, 2 cores, two trainings at once)
 TRAINING_SECONDS_PER_STEP = 250e-6
 #: seconds per evaluation step of both envs together (measured 3.2 ms identified + 5.3 ms PyBullet, loaded)
 EVALUATION_SECONDS_PER_STEP = 10e-3
 #: float64 values held per env copy, rollout step and joint (observations 4 n, actions n, six per-step scalars,
 #: and the torch copies of a minibatch: twice that, rounded up)
 ROLLOUT_VALUES_PER_STEP_AND_JOINT = 16
+#: the evaluation episodes of the demo (episode k is reset with seed + EVALUATION_SEED + k)
+EVALUATION_SEED = 10_000
 
 
 @dataclass
@@ -56,6 +61,7 @@ class DemoResult:
         timesteps: PPO environment steps.
         train_seconds: wall time of the training.
         torque_limit: the action scale per joint.
+        parameter_draws: ``"covariance"`` if the training drew parameters at every reset, else None.
         returns: ``{"identified": [...], "pybullet": [...]}`` per evaluation episode.
         final_errors: the same for ‖q − q*‖ at the end of each episode (rad, m for a prismatic joint).
     """
@@ -65,16 +71,21 @@ class DemoResult:
     timesteps: int
     train_seconds: float
     torque_limit: list[float]
+    parameter_draws: str | None = None
     returns: dict[str, list[float]] = field(default_factory=dict)
     final_errors: dict[str, list[float]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """Per env: mean return, median and 90th percentile of the final joint error."""
+        """Per env: mean return, median and 90th percentile of the final joint error, success rate (final error
+        at most :data:`~robotid_sim.studies.rl_training.SUCCESS_ERROR`)."""
+        from robotid_sim.studies.rl_training import SUCCESS_ERROR
+
         return {
             env: {
                 "mean_return": float(np.mean(self.returns[env])),
                 "median_final_error": float(np.median(self.final_errors[env])),
                 "p90_final_error": float(np.percentile(self.final_errors[env], 90)),
+                "success_rate": float(np.mean(np.asarray(self.final_errors[env]) <= SUCCESS_ERROR)),
             }
             for env in self.returns
         }
@@ -111,16 +122,17 @@ def check_rl_demo(timesteps: int, num_envs: int, episodes: int, seed: int, allow
     (:func:`robotid_sim.sim.cost.limit_problems`), before anything is imported or simulated.
 
     The estimate: training ``max(timesteps, n_steps · num_envs) · 250 µs`` (PPO collects at least one rollout
-    of :data:`PPO_STEPS_PER_ROLLOUT` steps per copy), evaluation ``episodes · 200 · 10 ms`` (a step of both envs),
+    of ``PPO_STEPS_PER_ROLLOUT`` steps per copy), evaluation ``episodes · EPISODE_STEPS · 10 ms`` (a step of both
+    envs; :mod:`robotid_sim.studies.rl_training`),
     memory ``num_envs · n_steps · 16 · 8`` bytes per joint for the rollout buffer (3 joints assumed at least).
 
     Raises:
         ConfigError: naming each option by its argument and its ``rl-demo`` flag.
     """
-    from robotid_sim.envs import DEFAULT_MAX_EPISODE_STEPS
     from robotid_sim.safety import memory_limit_bytes
     from robotid_sim.sim.cost import format_bytes, limit_problems
     from robotid_sim.sim.simulate import check_seed
+    from robotid_sim.studies.rl_training import EPISODE_STEPS, PPO_STEPS_PER_ROLLOUT
 
     for value, name, flag in (
         (timesteps, "timesteps", "--timesteps"),
@@ -131,7 +143,7 @@ def check_rl_demo(timesteps: int, num_envs: int, episodes: int, seed: int, allow
             raise ConfigError(f"{name} ({flag}) must be a whole number >= 1, got {value!r}")
     check_seed(seed, "seed (--seed)")
     steps = max(timesteps, PPO_STEPS_PER_ROLLOUT * num_envs)
-    seconds = steps * TRAINING_SECONDS_PER_STEP + episodes * DEFAULT_MAX_EPISODE_STEPS * EVALUATION_SECONDS_PER_STEP
+    seconds = steps * TRAINING_SECONDS_PER_STEP + episodes * EPISODE_STEPS * EVALUATION_SECONDS_PER_STEP
     memory = float(num_envs) * PPO_STEPS_PER_ROLLOUT * ROLLOUT_VALUES_PER_STEP_AND_JOINT * 8 * 3
     limit = memory_limit_bytes() * (2 if allow_large else 1)
     problems = limit_problems(memory, seconds, limit, allow_large, work="training and evaluation")
@@ -144,57 +156,48 @@ def check_rl_demo(timesteps: int, num_envs: int, episodes: int, seed: int, allow
         )
 
 
-def _evaluate(agent, normalize, make_env, episodes: int, seed: int) -> tuple[list[float], list[float], np.ndarray]:
-    """Deterministic episodes: returns, final joint errors, and the joint-error curve of the first episode."""
-    returns, errors, curve = [], [], []
-    env = make_env()
-    try:
-        for k in range(episodes):
-            obs, _ = env.reset(seed=seed + k)
-            total, done, info = 0.0, False, {}
-            while not done:
-                action, _ = agent.predict(normalize(obs), deterministic=True)
-                obs, reward, terminated, truncated, info = env.step(action)
-                total += float(reward)
-                done = terminated or truncated
-                if k == 0:
-                    curve.append(float(info["joint_error"]))
-            returns.append(total)
-            errors.append(float(info["joint_error"]))
-    finally:
-        env.close()
-    return returns, errors, np.asarray(curve)
-
-
 def run_rl_demo(
     out_dir: str | Path | None = None,
     *,
     robot: str = "planar3r",
-    estimator: str = "ols",
-    timesteps: int = 3_000_000,
-    num_envs: int = 32,
-    episodes: int = 20,
+    estimator: str = "lmi_wls",
+    timesteps: int = 2_500_000,
+    num_envs: int | None = None,
+    episodes: int = 50,
     seed: int = 0,
+    parameter_draws: str | None = None,
     progress: Progress | None = None,
     allow_large: bool = False,
 ) -> Path:
     """Identify ``robot``, train PPO on its identified reach env, evaluate on the identified and the PyBullet
     env (module docstring); returns the new run folder (under ``out_dir``, default ``./runs``).
 
+    The defaults are the recipe's measured run (docs/benchmarks.md): 2.5 M steps, about 9 minutes on 2 cores.
+
+    ``num_envs``: env copies trained on (default the recipe's :data:`~robotid_sim.studies.rl_training.NUM_ENVS`).
+    ``parameter_draws``: ``"covariance"`` trains with the identified parameters drawn from the model's covariance
+    at every reset (``IdentifiedArm-v0``'s option; the evaluation on the identified env uses the model as
+    identified).
     ``allow_large``: run a demo estimated above the time limit or above half of this machine's RAM
     (:func:`check_rl_demo`).
 
     Raises:
         ConfigError: an option out of range or a demo above the limits (:func:`check_rl_demo`), an estimator
-            whose model the envs cannot step, or Stable-Baselines3 not installed; all but the model's forward
-            dynamics are checked before any work, and the sizes before Stable-Baselines3 is imported.
+            whose model the envs cannot step (:func:`check_training_model`), or Stable-Baselines3 not installed;
+            all but the model are checked before any work, and the sizes before Stable-Baselines3 is imported.
         PluginError: an unknown estimator.
     """
     from robotid_sim.plugins import get_estimator
     from robotid_sim.robot import load_robot
     from robotid_sim.run_folder import build_run_folder, output_root
+    from robotid_sim.studies.rl_training import NUM_ENVS
 
+    num_envs = NUM_ENVS if num_envs is None else num_envs
     check_rl_demo(timesteps, num_envs, episodes, seed, allow_large)
+    if parameter_draws not in (None, "covariance"):
+        raise ConfigError(
+            f"parameter_draws (--parameter-draws) must be 'covariance' or left out, got {parameter_draws!r}"
+        )
     get_estimator(estimator).from_options()  # an unknown estimator is refused before Stable-Baselines3 is asked for
     require_sb3()
     arm = load_robot(robot)
@@ -202,110 +205,101 @@ def run_rl_demo(
     report = progress or (lambda *_: None)
 
     def write(run_dir: Path) -> None:
-        result, curves = _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir, report)
+        result, curves = _train_and_evaluate(
+            arm, estimator, timesteps, num_envs, episodes, seed, parameter_draws, run_dir, report
+        )
         _write_outputs(run_dir, result, curves)
 
     return build_run_folder(root, f"rl_demo_{arm.name}", write)
 
 
+def check_training_model(model, estimator: str, arm):
+    """``model`` if the RL envs can step it, else ConfigError naming ``--estimator``: it needs forward dynamics
+    and a mass matrix positive definite inside the joint limits
+    (:func:`~robotid_sim.envs.identified.indefinite_mass_fraction`)."""
+    from robotid_sim.envs.identified import indefinite_mass_fraction, mass_matrix_message
+
+    if not model.has_forward_dynamics:
+        raise ConfigError(
+            f"estimator '{estimator}' (--estimator) identified a '{model.kind}' model without forward dynamics, "
+            "which the RL envs step: choose an estimator of a model with forward dynamics (e.g. --estimator lmi_wls)"
+        )
+    chain = arm if getattr(model, "structure", None) is None else model.structure
+    bad = indefinite_mass_fraction(model, chain)
+    if bad > 0:
+        raise ConfigError(
+            f"{mass_matrix_message(bad, estimator)} (--estimator lmi_wls); the RL envs end such episodes at once"
+        )
+    return model
+
+
 def _training_model(arm, estimator: str, seed: int, run_dir: Path):
     """(model, its saved path, the env keywords it needs): ``estimator``'s model of ``arm`` from noisy simulated
-    data, saved in ``run_dir/models``.
+    data (:data:`~robotid_sim.studies.rl_training.NOISE`), saved in ``run_dir/models``.
 
     Raises:
-        ConfigError: the model has no forward dynamics (the envs step it), naming ``--estimator``.
+        ConfigError: a model the envs cannot step (:func:`check_training_model`).
     """
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
     from robotid_sim.sim import simulate
+    from robotid_sim.studies.rl_training import NOISE
 
-    noise = {"q": {"snr_db": 70}, "qd": {"snr_db": 50}, "qdd": {"snr_db": 30}, "tau": {"std": 0.05}}
     fitter = get_estimator(estimator).from_options()
-    model = fitter.fit(IdentificationProblem(arm, simulate(arm, "default", noise=noise, seed=seed)))
-    if not model.has_forward_dynamics:
-        raise ConfigError(
-            f"estimator '{estimator}' (--estimator) identified a '{model.kind}' model without forward dynamics, "
-            "which the RL envs step: choose an estimator of a model with forward dynamics (e.g. --estimator ols)"
-        )
+    model = fitter.fit(IdentificationProblem(arm, simulate(arm, "default", noise=NOISE, seed=seed)))
+    check_training_model(model, estimator, arm)
     (run_dir / "models").mkdir()
     model_path = model.save(run_dir / "models" / f"{estimator}.json")
     # a model without the robot's structure (a feature library) takes the joint limits from the robot itself
     return model, model_path, ({"robot": arm} if getattr(model, "structure", None) is None else {})
 
 
-def _train_and_evaluate(arm, estimator, timesteps, num_envs, episodes, seed, run_dir: Path, report: Progress):
+def _train_and_evaluate(
+    arm, estimator, timesteps, num_envs, episodes, seed, parameter_draws, run_dir: Path, report: Progress
+):
     import gymnasium
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
     from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, register_envs, to_sb3
+    from robotid_sim.studies.rl_training import EPISODE_STEPS, evaluate_policy, train_policy
 
     register_envs()
     report("identify", 0, 1)
     model, model_path, with_robot = _training_model(arm, estimator, seed, run_dir)
     report("identify", 1, 1)
     limit = demo_torque_limit(arm)
+    common = {"task": "reach", "torque_limit": limit, "max_episode_steps": EPISODE_STEPS}
     venv = gymnasium.make_vec(
         IDENTIFIED_ARM_ID,
         num_envs=num_envs,
         model=model,
-        task="reach",
-        torque_limit=limit,
+        parameter_draws=parameter_draws,
+        **common,
         **with_robot,
         vectorization_mode="vector_entry_point",
         autoreset_mode="SameStep",
     )
-    normalized = VecNormalize(VecMonitor(to_sb3(venv)), gamma=0.99)
-    agent = PPO(
-        "MlpPolicy",
-        normalized,
-        n_steps=256,
-        batch_size=1024,
-        gamma=0.99,
-        policy_kwargs={"net_arch": [128, 128], "log_std_init": -1.0},
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
-    import torch
-
-    threads = torch.get_num_threads()
-    # one torch thread: as fast for this small MLP, and 20 % faster than several under robotid-sim's
-    # passive OpenMP waiting (robotid_sim.threads), which wakes torch's workers for every small op
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    done = 0
-    chunk = max(timesteps // 50, num_envs * 256)
-    try:
-        while done < timesteps:  # learn in chunks so the progress bar moves
-            step = min(chunk, timesteps - done)
-            agent.learn(step, reset_num_timesteps=done == 0)
-            done += step
-            report("train", done, timesteps)
-    finally:
-        torch.set_num_threads(threads)
-    train_seconds = time.perf_counter() - start
-    normalized.training = False
-    result = DemoResult(arm.name, estimator, timesteps, train_seconds, limit)
+    prismatic = np.array(arm.joint_kinds) == "prismatic"
+    policy = train_policy(to_sb3(venv), prismatic, timesteps, seed, report)
+    result = DemoResult(arm.name, estimator, timesteps, policy.train_seconds, limit, parameter_draws)
     curves = {}
     envs = {
-        "identified": lambda: gymnasium.make(
-            IDENTIFIED_ARM_ID, model=model_path, task="reach", torque_limit=limit, **with_robot
-        ),
-        "pybullet": lambda: gymnasium.make(PYBULLET_ARM_ID, robot=arm, task="reach", torque_limit=limit),
+        "identified": lambda: gymnasium.make(IDENTIFIED_ARM_ID, model=model_path, **common, **with_robot),
+        "pybullet": lambda: gymnasium.make(PYBULLET_ARM_ID, robot=arm, **common),
     }
     for k, (name, make_env) in enumerate(envs.items()):
         report("evaluate", k, len(envs))
-        returns, errors, curve = _evaluate(agent, normalized.normalize_obs, make_env, episodes, 10_000 + seed)
-        result.returns[name], result.final_errors[name], curves[name] = returns, errors, curve
+        evaluation = evaluate_policy(policy, make_env, episodes, EVALUATION_SEED + seed)
+        result.returns[name] = evaluation.returns.tolist()
+        result.final_errors[name] = evaluation.final_errors.tolist()
+        curves[name] = evaluation.first_curve
     report("evaluate", len(envs), len(envs))
-    venv.close()
     return result, curves
 
 
 def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarray]) -> None:
     from robotid_sim.envs.spec import CONTROL_DT
     from robotid_sim.report.plots import new_figure, save_figure
+    from robotid_sim.studies.rl_training import SUCCESS_ERROR
 
     plots = run_dir / "plots"
     plots.mkdir()
@@ -334,7 +328,8 @@ def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarr
     metrics = {**asdict(result), "summary": summary, "gap": result.gap}
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     rows = [
-        f"| {env} | {s['mean_return']:.2f} | {s['median_final_error']:.4f} | {s['p90_final_error']:.4f} |"
+        f"| {env} | {s['success_rate']:.0%} | {s['median_final_error']:.4f} | {s['p90_final_error']:.4f} | "
+        f"{s['mean_return']:.1f} |"
         for env, s in summary.items()
     ]
     text = "\n".join(
@@ -342,12 +337,15 @@ def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarr
             f"# RL sim-to-sim demo: {result.robot}",
             "",
             f"PPO trained for {result.timesteps:,} steps ({result.train_seconds:.0f} s) on `IdentifiedArm-v0` "
-            f"(reach) of a `{result.estimator}` model identified from noisy simulated data, then evaluated "
+            f"(reach) of a `{result.estimator}` model identified from noisy simulated data"
+            + (", its parameters drawn from its covariance at every reset" if result.parameter_draws else "")
+            + ", then evaluated "
             f"deterministically on {len(result.returns['identified'])} episodes of the identified env and of "
-            "`PyBulletArm-v0` (the truth, friction on), same seeds: same starts and targets.",
+            "`PyBulletArm-v0` (the truth, friction on), same seeds: same starts and targets. Success: a final "
+            f"joint error of at most {SUCCESS_ERROR} rad.",
             "",
-            "| env | mean return | median final joint error [rad] | 90th percentile [rad] |",
-            "|---|---|---|---|",
+            "| env | success | median final joint error [rad] | 90th percentile [rad] | mean return |",
+            "|---|---|---|---|---|",
             *rows,
             "",
             f"Sim-to-sim gap (median final error, truth / identified): **{result.gap:.3f}×**. "
@@ -360,15 +358,15 @@ def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarr
         ]
     )
     (run_dir / "report.md").write_text(text)
-    (run_dir / "report.html").write_text(_html(text))
+    (run_dir / "report.html").write_text(html_page(text))
 
 
-def _html(markdown: str) -> str:
+def html_page(markdown: str, title: str = "RL demo") -> str:
     """A minimal HTML page of the demo's Markdown (headings, paragraphs, the table, images)."""
     import html
     import re
 
-    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>RL demo</title></head><body>"]
+    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>"]
     table: list[str] = []
     for line in markdown.splitlines() + [""]:
         if line.startswith("|"):
