@@ -10,7 +10,9 @@ from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import Estimator, StandardParameterModel, per_joint_variance
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, physical_options, standard_consistency
 
-ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
+ROBOTID_SIM_PLUGIN_API = "2.0"
+#: the normal equations' smallest eigenvalue over their largest below which the data count as rank-deficient
+RANK_TOLERANCE = 1e-12  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
 
 
 class LMIWLSEstimator(Estimator):
@@ -28,7 +30,7 @@ class LMIWLSEstimator(Estimator):
     Covariance: the (weighted) least-squares covariance of the base parameters β = K θ at the constrained
     solution, the constraints left out, lifted to the standard parameters by K⁺ (Σ_θ = K⁺ Σ_β K⁺ᵀ, rank b):
     draws from it (``IdentifiedArm-v0``'s ``parameter_draws="covariance"``) move only the combinations the
-    data identified, and leave the rest at the constrained solution.
+    data identified, and leave the rest at the constrained solution. None on rank-deficient data.
 
     Diagnostics: ``condition_number`` (None without ``check_excitation``), ``joint_noise_std``,
     ``consistent``, ``link_min_eigenvalue`` (per link), ``solver_status`` (cvxpy's), ``deadband_rows_removed``.
@@ -58,14 +60,12 @@ class LMIWLSEstimator(Estimator):
             weights = 1.0 / variance
             theta, fit = solver.solve(weights)
             diagnostics["joint_noise_std"] = np.sqrt(variance).tolist()
-        lift = np.linalg.pinv(problem.base.K)
-        unit = np.ones(solver.ls.n_cells)
-        covariance = lift @ solver.ls.covariance(unit if weights is None else weights, None, fit) @ lift.T
+        covariance = _standard_covariance(problem, solver, weights, fit)
         check = standard_consistency(problem.structure, theta)
         return StandardParameterModel.from_problem(
             problem,
             theta,
-            covariance=0.5 * (covariance + covariance.T),
+            covariance=covariance,
             diagnostics={
                 **diagnostics,
                 "consistent": check.consistent,
@@ -74,6 +74,19 @@ class LMIWLSEstimator(Estimator):
                 **problem.diagnostics(),
             },
         )
+
+
+def _standard_covariance(problem, solver, weights, fit) -> np.ndarray | None:
+    """Σ_θ = K⁺ Σ_β K⁺ᵀ (class docstring), or None when the data do not determine the base parameters (a
+    rank-deficient regressor, which the constraints regularise but no covariance describes)."""
+    unit = np.ones(solver.ls.n_cells)
+    G, _ = solver.ls.normal_equations(unit if weights is None else weights)  # equilibrated: b × b
+    eigenvalues = np.linalg.eigvalsh(G)
+    if not eigenvalues[0] > RANK_TOLERANCE * eigenvalues[-1]:
+        return None
+    lift = np.linalg.pinv(problem.base.K)
+    covariance = lift @ solver.ls.covariance(unit if weights is None else weights, None, fit) @ lift.T
+    return 0.5 * (covariance + covariance.T)
 
 
 @hookimpl

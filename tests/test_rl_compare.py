@@ -125,13 +125,13 @@ def lmi_planar3r(planar3r):
 
 
 def test_a_short_comparison_writes_a_table_of_every_policy(tmp_path):
-    """In a process forked before torch is used: torch's OpenMP in the test's own process would kill the later
-    forks of ``cli_process``."""
+    """In a fresh interpreter: a process forked from the test's (``cli_process``) is killed by GNU OpenMP when it
+    runs torch after the test's process has used OpenMP (other tests' torch estimators)."""
     pytest.importorskip("stable_baselines3")
-    from helpers import cli_process
+    from helpers import run_cli
 
     args = ["rl-demo", "--compare", "--timesteps", "64", "--envs", "2", "--seeds", "1", "--episodes", "1"]
-    result = cli_process([*args, "--out", str(tmp_path)], tmp_path, columns=200)
+    result = run_cli([*args, "--out", str(tmp_path)], tmp_path, columns=200)
     assert result.returncode == 0, result.stderr
     for name in POLICIES:
         assert f" {name} " in result.stdout

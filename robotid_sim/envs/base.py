@@ -64,8 +64,10 @@ def observe(arm: ArmSpec, task: Task, q, qd, params, steps) -> tuple[np.ndarray,
 
 
 def joint_error(q, q_target) -> np.ndarray:
-    """(B,) Euclidean norm of q − q_target (rad for revolute joints, m for prismatic ones): ``info["joint_error"]``."""
-    return np.linalg.norm(q - q_target, axis=-1)
+    """(B,) Euclidean norm of q − q_target (rad for revolute joints, m for prismatic ones): ``info["joint_error"]``
+    (infinite, without a warning, for a state that ran away beyond 1e154)."""
+    with np.errstate(over="ignore"):
+        return np.linalg.norm(q - q_target, axis=-1)
 
 
 def render_fps(control_dt: float) -> int | float:

@@ -1,7 +1,8 @@
 """Sim-to-sim demo (``robotid-sim rl-demo``): train a policy on an identified model, evaluate it on the truth.
 
-1. Simulate the robot's default excitation in PyBullet with measurement noise and identify a model
-   (``lmi_wls`` by default, physically consistent) from it: the only thing the policy will ever train on.
+1. Simulate 50 s of a Fourier excitation (:data:`~robotid_sim.studies.rl_training.DEMO_EXCITATION`) in
+   PyBullet with measurement noise and identify a model (``lmi_wls`` by default, physically consistent)
+   from it: the only thing the policy will ever train on.
    A model whose mass matrix is not positive definite inside the joint limits is refused (its episodes
    would end at once): ``ols`` on planar3r's noisy data is one, at 74 % of random states.
 2. Train PPO on ``robotid_sim/IdentifiedArm-v0`` (task ``reach``) with the recipe of
@@ -234,8 +235,9 @@ def check_training_model(model, estimator: str, arm):
 
 
 def _training_model(arm, estimator: str, seed: int, run_dir: Path):
-    """(model, its saved path, the env keywords it needs): ``estimator``'s model of ``arm`` from noisy simulated
-    data (:data:`~robotid_sim.studies.rl_training.NOISE`), saved in ``run_dir/models``.
+    """(model, its saved path, the env keywords it needs): ``estimator``'s model of ``arm`` from 50 s of a noisy
+    simulated Fourier excitation (:data:`~robotid_sim.studies.rl_training.DEMO_EXCITATION`,
+    :data:`~robotid_sim.studies.rl_training.NOISE`), saved in ``run_dir/models``.
 
     Raises:
         ConfigError: a model the envs cannot step (:func:`check_training_model`).
@@ -243,10 +245,11 @@ def _training_model(arm, estimator: str, seed: int, run_dir: Path):
     from robotid_sim.identification import IdentificationProblem
     from robotid_sim.plugins import get_estimator
     from robotid_sim.sim import simulate
-    from robotid_sim.studies.rl_training import NOISE
+    from robotid_sim.studies.rl_training import DEMO_EXCITATION, DEMO_SECONDS, NOISE
 
     fitter = get_estimator(estimator).from_options()
-    model = fitter.fit(IdentificationProblem(arm, simulate(arm, "default", noise=NOISE, seed=seed)))
+    data = simulate(arm, DEMO_EXCITATION, duration=DEMO_SECONDS, noise=NOISE, seed=seed)
+    model = fitter.fit(IdentificationProblem(arm, data))
     check_training_model(model, estimator, arm)
     (run_dir / "models").mkdir()
     model_path = model.save(run_dir / "models" / f"{estimator}.json")
@@ -337,7 +340,7 @@ def _write_outputs(run_dir: Path, result: DemoResult, curves: dict[str, np.ndarr
             f"# RL sim-to-sim demo: {result.robot}",
             "",
             f"PPO trained for {result.timesteps:,} steps ({result.train_seconds:.0f} s) on `IdentifiedArm-v0` "
-            f"(reach) of a `{result.estimator}` model identified from noisy simulated data"
+            f"(reach) of a `{result.estimator}` model identified from 50 s of noisy simulated data"
             + (", its parameters drawn from its covariance at every reset" if result.parameter_draws else "")
             + ", then evaluated "
             f"deterministically on {len(result.returns['identified'])} episodes of the identified env and of "
