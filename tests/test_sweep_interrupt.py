@@ -83,18 +83,6 @@ def _alive(processes: dict[int, int]) -> list[int]:
 HAS_DASK = importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None
 
 
-@pytest.fixture(scope="module")
-def compiled_kernels():
-    """One cell of the sweep run here first, so that numba's on-disk cache holds its kernels: a worker compiling
-    them when the signal comes (a fresh clone) finishes the compile before it can exit, seconds on a loaded
-    machine, which is the first run's cost, not the stop's."""
-    import robotid_sim as rid
-
-    robot = rid.load_robot("three_axis")
-    data = rid.simulate(robot, SWEEP["excitations"]["fourier"], noise=SWEEP["noise"]["tau"], rate_hz=100)
-    rid.identify(data, robot, "ols")
-
-
 @pytest.mark.parametrize(
     ("signals", "executor"),
     [
@@ -107,7 +95,6 @@ def compiled_kernels():
     ],
     ids=["ctrl-c", "ctrl-c-twice", "sigterm", "sigterm-dask"],
 )
-@pytest.mark.usefixtures("compiled_kernels")
 def test_a_stopped_sweep_exits_at_once_leaving_no_process_and_resume_finishes_it(
     tmp_path, monkeypatch, signals, executor
 ):
