@@ -18,10 +18,9 @@ import argparse
 import time
 
 from rich.console import Console
-from rich.table import Table
 
 from robotid_sim.progress import Progress
-from robotid_sim.studies.rl_compare import COLUMNS, load_compare_result, run_rl_compare, summary_rows
+from robotid_sim.studies.rl_compare import comparison_table, load_compare_result, run_rl_compare
 
 
 def main() -> None:
@@ -47,13 +46,7 @@ def main() -> None:
         progress=report,
         allow_large=True,
     )
-    result = load_compare_result(run_dir)
-    table = Table(title=f"{result.robot}: {result.timesteps:,} steps per policy, seeds {result.seeds}")
-    for column in COLUMNS:
-        table.add_column(column)
-    for row in summary_rows(result):
-        table.add_row(*row)
-    Console(width=120).print(table)
+    Console(width=120).print(comparison_table(load_compare_result(run_dir)))
     print(f"run folder: {run_dir} ({time.perf_counter() - start:.0f} s in all)")
 
 

@@ -454,31 +454,22 @@ def _given(**options) -> dict:
 
 
 def _rl_compare(args) -> int:
-    from rich.table import Table
-
-    from robotid_sim.studies.rl_compare import COLUMNS, load_compare_result, run_rl_compare, summary_rows
+    from robotid_sim.studies.rl_compare import comparison_table, load_compare_result, run_rl_compare
 
     with _Bars(_progress()) as bars:
         run_dir = run_rl_compare(
             args.out,
             robot=args.robot,
             estimator=args.estimator,
-            **_given(timesteps=args.timesteps),
+            **_given(timesteps=args.timesteps, num_envs=args.envs),
             seeds=args.seeds,
             episodes=args.episodes,
             seed=args.seed,
-            **_given(num_envs=args.envs),
             workers=args.workers,
             progress=bars,
             allow_large=args.allow_large,
         )
-    result = load_compare_result(run_dir)
-    table = Table(title=f"Policies evaluated on the truth ({result.robot}, {result.timesteps:,} steps each)")
-    for column in COLUMNS:
-        table.add_column(column)
-    for row in summary_rows(result):
-        table.add_row(*row)
-    _out().print(table)
+    _out().print(comparison_table(load_compare_result(run_dir)))
     _print_run_folder(run_dir)
     return 0
 

@@ -399,6 +399,18 @@ def summary_rows(result: CompareResult) -> list[list[str]]:
 COLUMNS = ("policy", "success", "median final error [rad] (seeds' range)", "mean return", "training [s]")
 
 
+def comparison_table(result: CompareResult):
+    """The comparison as a rich ``Table`` (:data:`COLUMNS`, :func:`summary_rows`), for terminals."""
+    from rich.table import Table
+
+    table = Table(title=f"Policies evaluated on the truth ({result.robot}, {result.timesteps:,} steps each)")
+    for column in COLUMNS:
+        table.add_column(column)
+    for row in summary_rows(result):
+        table.add_row(*row)
+    return table
+
+
 def _write_outputs(run_dir: Path, result: CompareResult) -> None:
     from robotid_sim.report.plots import new_figure, save_figure
     from robotid_sim.studies.rl_demo import html_page
