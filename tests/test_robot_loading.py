@@ -31,7 +31,7 @@ def test_unsupported_joint_type_is_rejected_by_name(jtype, tmp_path):
         rid.load_robot(path)
 
 
-def test_branching_urdf_is_not_a_serial_chain(tmp_path):
+def test_branching_urdf_loads_as_a_tree(tmp_path):
     text = _JOINT.format(type="revolute").replace(
         "</robot>",
         '<link name="l2"/><joint name="j2" type="revolute"><parent link="base"/><child link="l2"/>'
@@ -39,8 +39,8 @@ def test_branching_urdf_is_not_a_serial_chain(tmp_path):
     )
     path = tmp_path / "tree.urdf"
     path.write_text(text)
-    with pytest.raises(rid.ModelError, match="not a serial chain.*make the extra branch.s joints fixed"):
-        rid.load_robot(path)
+    robot = rid.load_robot(path)
+    assert robot.joint_names == ["j1", "j2"] and robot.parents.tolist() == [-1, -1] and not robot.is_serial
 
 
 def test_urdf_without_sidecar_has_no_friction_and_no_rotor_inertia(arm6_path):

@@ -1,4 +1,9 @@
-"""Kinematic chain of a fixed-base serial arm: the data the dynamics core works on."""
+"""Kinematic chain of a fixed-base arm or tree: the data the dynamics core works on.
+
+The moving joints are listed in a topological order: each joint's parent joint (the joint that
+carries the link it is attached to; -1 for the fixed base) comes before it. A serial chain is the
+tree whose joint j has parent j - 1; :func:`chain_parents` gives the parents of any chain.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from robotid_sim.errors import ModelError
 
 #: names of the 10 standard inertial parameters of a link, in regressor order (SPEC §4).
 #: XX..ZZ are the inertia tensor about the link frame origin, MX, MY, MZ the first moments.
@@ -26,6 +33,8 @@ class Joint:
         velocity_limit, effort_limit: from the URDF ``<limit>`` (inf when absent).
         link_name: name of the carried link (after merging fixed children into it).
         inertial: (10,) standard parameters of the carried link about the joint frame origin.
+        parent: index in the chain of the joint whose link this joint is attached to (-1: the
+            fixed base); None means the previous joint (-1 for the first), as in a serial chain.
     """
 
     name: str
@@ -39,6 +48,7 @@ class Joint:
     effort_limit: float
     link_name: str
     inertial: np.ndarray
+    parent: int | None = None
 
     @property
     def continuous(self) -> bool:
@@ -63,9 +73,41 @@ class JointChain:
         return [j.kind for j in self.joints]
 
     @property
+    def parents(self) -> np.ndarray:
+        """Parent joint index of each joint (n,), -1 for the base (:func:`chain_parents`)."""
+        return chain_parents(self.joints)
+
+    @property
+    def is_serial(self) -> bool:
+        """Whether every joint is carried by the previous one (no branches)."""
+        return is_serial(chain_parents(self.joints))
+
+    @property
     def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper position limits (n,); ±inf for continuous joints."""
         return np.array([j.lower for j in self.joints]), np.array([j.upper for j in self.joints])
+
+
+def chain_parents(joints: Sequence[Joint]) -> np.ndarray:
+    """Parent joint index (n,) int64 of each joint of ``joints``, -1 for the base.
+
+    Raises:
+        ModelError: a parent that is not an earlier joint of the chain (or -1).
+    """
+    parents = np.array([i - 1 if j.parent is None else j.parent for i, j in enumerate(joints)], dtype=np.int64)
+    bad = np.flatnonzero((parents < -1) | (parents >= np.arange(len(parents))))
+    if len(bad):
+        i = int(bad[0])
+        raise ModelError(
+            f"joint '{joints[i].name}' (index {i}) has parent {int(parents[i])}: a parent must be an earlier joint "
+            "of the chain, or -1 for the base"
+        )
+    return parents
+
+
+def is_serial(parents: np.ndarray) -> bool:
+    """Whether ``parents`` (n,) is a serial chain: joint j carried by joint j - 1."""
+    return bool(np.array_equal(parents, np.arange(-1, len(parents) - 1)))
 
 
 def inertial_parameters(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:

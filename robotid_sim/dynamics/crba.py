@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from robotid_sim.dynamics.chain import Joint
+from robotid_sim.dynamics.chain import Joint, chain_parents
 from robotid_sim.errors import DataError, ModelError
 
 #: batches of at least this many samples use the threaded (prange) kernels
@@ -68,6 +68,8 @@ class ChainArrays:
 
     Attributes:
         kind: (n,) int64, 0 revolute, 1 prismatic.
+        parent: (n,) int64, the parent joint of each joint, -1 for the base
+            (:func:`~robotid_sim.dynamics.chain.chain_parents`).
         axis: (n, 3) joint axes in the joint frames.
         origin_rotation: (n, 3, 3) joint frames at q = 0 in their parent frames.
         origin_translation: (n, 3) joint frame origins in their parent frames.
@@ -75,6 +77,7 @@ class ChainArrays:
     """
 
     kind: np.ndarray
+    parent: np.ndarray
     axis: np.ndarray
     origin_rotation: np.ndarray
     origin_translation: np.ndarray
@@ -83,6 +86,12 @@ class ChainArrays:
     @property
     def n_dof(self) -> int:
         return len(self.kind)
+
+    @property
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """``(kind, parent, axis, origin_rotation, origin_translation)``: the chain arguments every kernel
+        of :mod:`robotid_sim.dynamics.crba_kernels` starts with."""
+        return self.kind, self.parent, self.axis, self.origin_rotation, self.origin_translation
 
 
 class SingularMassMatrixError(DataError, np.linalg.LinAlgError):
@@ -123,7 +132,9 @@ def pack_chain(joints: Sequence[Joint] | ChainArrays) -> ChainArrays:
     if hit is not None:
         return hit[1]
     joints = tuple(joints)
-    kinematic_key = tuple((j.kind, id(j.axis), id(j.origin_rotation), id(j.origin_translation)) for j in joints)
+    kinematic_key = tuple(
+        (j.kind, j.parent, id(j.axis), id(j.origin_rotation), id(j.origin_translation)) for j in joints
+    )
     packed = _BY_KINEMATICS.get(kinematic_key)
     if packed is None:
         for j in joints:
@@ -131,6 +142,7 @@ def pack_chain(joints: Sequence[Joint] | ChainArrays) -> ChainArrays:
                 raise ModelError(f"joint '{j.name}': unknown kind '{j.kind}'")
         packed = ChainArrays(
             kind=np.array([0 if j.kind == "revolute" else 1 for j in joints], dtype=np.int64),
+            parent=chain_parents(joints),
             axis=np.ascontiguousarray([j.axis for j in joints], dtype=float).reshape(-1, 3),
             origin_rotation=np.ascontiguousarray([j.origin_rotation for j in joints], dtype=float).reshape(-1, 3, 3),
             origin_translation=np.ascontiguousarray([j.origin_translation for j in joints], dtype=float).reshape(-1, 3),
@@ -204,7 +216,7 @@ def mass_matrix_and_bias(
     qd: np.ndarray | None,
     rotor_inertia: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Mass matrix and bias torque of a serial chain with the given standard parameters.
+    """Mass matrix and bias torque of a chain (serial or tree) with the given standard parameters.
 
     Args:
         joints: the chain (its ``inertial`` fields are ignored), or :func:`pack_chain` of it.
@@ -230,9 +242,7 @@ def mass_matrix_and_bias(
     M = np.empty((N, n, n))
     h = np.empty((N, n)) if want_h else np.empty((N, 0))
     kernel = k.mass_bias_parallel if N >= PARALLEL_MIN_SAMPLES else k.mass_bias_serial
-    kernel(
-        chain.kind, chain.axis, chain.origin_rotation, chain.origin_translation, inert, g, rotor, q, qd, M, h, want_h
-    )
+    kernel(*chain.kernel_arrays, inert, g, rotor, q, qd, M, h, want_h)
     return M, (h if want_h else None)
 
 
@@ -266,7 +276,7 @@ def inverse_dynamics(
         return rnea(_joints_with(chain, inert), inert, q.T.copy(), qd.T.copy(), qdd.T.copy(), g).T
     tau = np.empty(q.shape)
     kernel = k.rnea_parallel if q.shape[0] >= PARALLEL_MIN_SAMPLES else k.rnea_serial
-    kernel(chain.kind, chain.axis, chain.origin_rotation, chain.origin_translation, inert, g, q, qd, qdd, tau)
+    kernel(*chain.kernel_arrays, inert, g, q, qd, qdd, tau)
     return tau
 
 
@@ -300,7 +310,7 @@ def forward_dynamics(
         except np.linalg.LinAlgError as exc:
             raise SingularMassMatrixError(_SINGULAR.format(sample="some sample")) from exc
     qdd = np.empty((N, n))
-    args = (chain.kind, chain.axis, chain.origin_rotation, chain.origin_translation, inert, g, rotor, q, qd, tau, qdd)
+    args = (*chain.kernel_arrays, inert, g, rotor, q, qd, tau, qdd)
     if N >= PARALLEL_MIN_SAMPLES:
         ok = np.empty(N, dtype=np.bool_)
         k.forward_parallel(*args, ok)

@@ -5,38 +5,50 @@ Imported lazily by :mod:`robotid_sim.dynamics.crba` the first time a kernel is n
 arrays (see :class:`robotid_sim.dynamics.crba.ChainArrays`):
 
 - ``kind`` (n,) int64: 0 revolute, 1 prismatic;
+- ``parent`` (n,) int64: the parent joint of each joint, -1 for the base, parent[j] < j (a serial
+  chain has parent[j] = j - 1; see :func:`robotid_sim.dynamics.chain.chain_parents`);
 - ``axis`` (n, 3): joint axis in the joint frame;
 - ``R0`` (n, 3, 3), ``p0`` (n, 3): joint frame at q = 0 in the parent frame;
 - ``inert`` (n, 10): standard parameters XX XY XZ YY YZ ZZ MX MY MZ M about each frame origin;
 - ``g`` (3,): gravity in the base frame;
 - ``rotor`` (n,): added to M's diagonal (zeros for none).
 
-Conventions are those of :mod:`robotid_sim.dynamics.newton_euler`: ``E[j]`` rotates frame j-1
-coordinates into frame j, ``P[j]`` is the origin of frame j in frame j-1, gravity enters as a base
-acceleration -g. Nothing assumes the parameters are physically consistent: the composite
-inertias are summed as the 10 linear parameters (no mass division, no Cholesky), and the linear
-solve is an LU with partial pivoting (M may be indefinite).
+Conventions are those of :mod:`robotid_sim.dynamics.newton_euler`: ``E[j]`` rotates the parent
+frame's coordinates into frame j, ``P[j]`` is the origin of frame j in the parent frame, gravity
+enters as a base acceleration -g.
+
+**Trees.** The passes run over the joints in order, carrying the motion from joint j - 1 to joint j
+in registers as for a serial chain; only where ``parent[j] != j - 1`` (a joint that starts a new
+branch) is the parent's motion reloaded from the per-link work arrays, and in the inward passes a
+child other than j + 1 hands its wrench to its parent through them. A serial chain thus runs the
+same arithmetic as before trees existed, bit for bit.
+
+Nothing assumes the parameters are physically consistent: the composite inertias are summed as
+the 10 linear parameters (no mass division, no Cholesky), and the linear solve is an LU with
+partial pivoting (M may be indefinite).
 
 Each batch driver exists twice: a serial loop (small N, no thread start-up) and a ``prange`` loop
 (large N); :mod:`robotid_sim.dynamics.crba` picks one.
 
 **Regressor** (:func:`regressor_serial`, :func:`regressor_parallel`, behind
-:meth:`robotid_sim.dynamics.regressor.RegressorChain.regressor`). Per sample, links j = 0..n-1 are visited once,
-outwards: the motion of link j (w, dw, a, as in :func:`_rnea`); the motion axes psi_ij = (u, v) of
-the joints i <= j seen at frame j's origin, carried from frame j-1 by u' = E_j u,
-v' = E_j (v + u x p_j), psi_jj = (axis, 0) for a revolute joint, (0, axis) for a prismatic one;
-the 36 non-zeros of the 6x10 link wrench regressor A_j (``newton_euler._wrench_basis``) and
-Y[i, col(j, k)] = psi_ij · A_j[:, k] for every i <= j, unrolled over the non-zeros of each column
-k. ``colmap`` (n, b) int64 holds, for each of the b standard-parameter slots of joint j (10
-inertial, then ``nrot`` = 0 or 1 rotor inertia, then the friction parameters), its output column,
-or -1 where it is not computed; the rotor column of joint j is qdd_j in row j, the friction
-columns ``fric`` (N, n, k) (computed by the friction model) are copied into row j. The output may
-be uninitialised (``np.empty``): each sample's (n, P) block is zeroed, which brings it into cache,
-then its non-zeros are written. ``fastmath={"contract"}`` only fuses a * b + c into FMAs (no
-reassociation, no finite-math assumptions). Arrays are indexed element by element: each view
-handed to a function costs atomic reference-count updates, per sample. Batch drivers that take
-blocks of :data:`BLOCK` samples allocate their small work arrays once per block. The numpy
-reference the kernels are tested against is :func:`robotid_sim.dynamics.regressor.reference_regressor`.
+:meth:`robotid_sim.dynamics.regressor.RegressorChain.regressor`). Per sample, links j = 0..n-1 are
+visited once, outwards: the motion of link j (w, dw, a, as in :func:`_rnea`); the motion axes psi_ij
+= (u, v) of the joints i <= j seen at frame j's origin, carried from the parent frame by u' = E_j u,
+v' = E_j (v + u x p_j), psi_jj = (axis, 0) for a revolute joint, (0, axis) for a prismatic one,
+psi_ij = 0 where joint i does not carry link j (a tree: a joint starting a new branch reloads the
+psi saved at its parent); the 36 non-zeros of the 6x10 link wrench regressor A_j
+(``newton_euler._wrench_basis``) and Y[i, col(j, k)] = psi_ij · A_j[:, k] for every i <= j, unrolled
+over the non-zeros of each column k. ``colmap`` (n, b) int64 holds, for each of the b
+standard-parameter slots of joint j (10 inertial, then ``nrot`` = 0 or 1 rotor inertia, then the
+friction parameters), its output column, or -1 where it is not computed; the rotor column of joint j
+is qdd_j in row j, the friction columns ``fric`` (N, n, k) (computed by the friction model) are
+copied into row j. The output may be uninitialised (``np.empty``): each sample's (n, P) block is
+zeroed, which brings it into cache, then its non-zeros are written. ``fastmath={"contract"}`` only
+fuses a * b + c into FMAs (no reassociation, no finite-math assumptions). Arrays are indexed element
+by element: each view handed to a function costs atomic reference-count updates, per sample. Batch
+drivers that take blocks of :data:`BLOCK` samples allocate their small work arrays once per block.
+The numpy reference the kernels are tested against is
+:func:`robotid_sim.dynamics.regressor.reference_regressor`.
 
 All kernels live in this one file on purpose: numba's disk cache checks only the source file of
 the function it compiled, so a kernel calling a helper from another file would keep stale code
@@ -86,8 +98,11 @@ def _kinematics(kind, axis, R0, p0, q, E, P):
 
 
 @njit(cache=True)
-def _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
+def _rnea(kind, parent, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
     """Rigid-body torque ``tau`` (n,) of one sample (Newton–Euler); W, DW, A (n, 3) work arrays.
+
+    The outward pass stores each link's motion in W, DW, A; in a tree, the inward pass then reuses
+    W[c], DW[c] of a link c that does not follow its parent for the wrench it hands to that parent.
 
     Over 80 lines: a numba kernel, one compiled pass over the joints per sample, written out so that
     numba keeps every intermediate in registers; split into calls it would be slower, not clearer.
@@ -96,7 +111,19 @@ def _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
     wx = wy = wz = 0.0
     dx = dy = dz = 0.0
     lx, ly, lz = -g[0], -g[1], -g[2]
+    tree = False
     for j in range(n):
+        k = parent[j]
+        if k != j - 1:  # a new branch: start from the parent's motion (the base's for k = -1)
+            tree = True
+            if k < 0:
+                wx = wy = wz = 0.0
+                dx = dy = dz = 0.0
+                lx, ly, lz = -g[0], -g[1], -g[2]
+            else:
+                wx, wy, wz = W[k, 0], W[k, 1], W[k, 2]
+                dx, dy, dz = DW[k, 0], DW[k, 1], DW[k, 2]
+                lx, ly, lz = A[k, 0], A[k, 1], A[k, 2]
         px, py, pz = P[j, 0], P[j, 1], P[j, 2]
         # acceleration of frame j's origin, parent coordinates: a + dw x p + w x (w x p)
         cx = wy * pz - wz * py
@@ -133,7 +160,7 @@ def _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
         W[j, 0], W[j, 1], W[j, 2] = wx, wy, wz
         DW[j, 0], DW[j, 1], DW[j, 2] = dx, dy, dz
         A[j, 0], A[j, 1], A[j, 2] = lx, ly, lz
-    fx = fy = fz = 0.0  # wrench of the subtree beyond link j, in frame j+1 (force, moment)
+    fx = fy = fz = 0.0  # wrench of the subtree of link j + 1, in frame j + 1 (force, moment)
     mx = my = mz = 0.0
     for j in range(n - 1, -1, -1):
         XX, XY, XZ, YY, YZ, ZZ = inert[j, 0], inert[j, 1], inert[j, 2], inert[j, 3], inert[j, 4], inert[j, 5]
@@ -155,7 +182,7 @@ def _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
         nx = XX * dx + XY * dy + XZ * dz + (wy * iwz - wz * iwy) + (hy * lz - hz * ly)
         ny = XY * dx + YY * dy + YZ * dz + (wz * iwx - wx * iwz) + (hz * lx - hx * lz)
         nz = XZ * dx + YZ * dy + ZZ * dz + (wx * iwy - wy * iwx) + (hx * ly - hy * lx)
-        if j + 1 < n:  # the child's wrench, carried into frame j: Eᵀ f, Eᵀ n + p x Eᵀ f
+        if j + 1 < n and parent[j + 1] == j:  # the child's wrench, carried into frame j: Eᵀ f, Eᵀ n + p x Eᵀ f
             e = E[j + 1]
             px, py, pz = P[j + 1, 0], P[j + 1, 1], P[j + 1, 2]
             cfx = e[0, 0] * fx + e[1, 0] * fy + e[2, 0] * fz
@@ -167,21 +194,52 @@ def _rnea(kind, axis, inert, g, E, P, qd, qdd, tau, W, DW, A):
             gx += cfx
             gy += cfy
             gz += cfz
+        if tree:  # the other children's wrenches, already carried into frame j (force in W, moment in DW)
+            for c in range(j + 2, n):
+                if parent[c] == j:
+                    gx += W[c, 0]
+                    gy += W[c, 1]
+                    gz += W[c, 2]
+                    nx += DW[c, 0]
+                    ny += DW[c, 1]
+                    nz += DW[c, 2]
         fx, fy, fz, mx, my, mz = gx, gy, gz, nx, ny, nz
         if kind[j] == 0:
             tau[j] = axis[j, 0] * mx + axis[j, 1] * my + axis[j, 2] * mz
         else:
             tau[j] = axis[j, 0] * fx + axis[j, 1] * fy + axis[j, 2] * fz
+        k = parent[j]
+        if k >= 0 and k != j - 1:  # hand the wrench, carried into the parent's frame, to the parent
+            e = E[j]
+            px, py, pz = P[j, 0], P[j, 1], P[j, 2]
+            cfx = e[0, 0] * fx + e[1, 0] * fy + e[2, 0] * fz
+            cfy = e[0, 1] * fx + e[1, 1] * fy + e[2, 1] * fz
+            cfz = e[0, 2] * fx + e[1, 2] * fy + e[2, 2] * fz
+            W[j, 0], W[j, 1], W[j, 2] = cfx, cfy, cfz
+            DW[j, 0] = e[0, 0] * mx + e[1, 0] * my + e[2, 0] * mz + (py * cfz - pz * cfy)
+            DW[j, 1] = e[0, 1] * mx + e[1, 1] * my + e[2, 1] * mz + (pz * cfx - px * cfz)
+            DW[j, 2] = e[0, 2] * mx + e[1, 2] * my + e[2, 2] * mz + (px * cfy - py * cfx)
 
 
 @njit(cache=True)
-def _crba(kind, axis, inert, rotor, E, P, M, C):
+def _is_tree(parent):
+    """Whether ``parent`` (n,) is not a serial chain (some joint not carried by the previous one)."""
+    for j in range(parent.shape[0]):
+        if parent[j] != j - 1:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _crba(kind, parent, axis, inert, rotor, E, P, M, C):
     """Mass matrix M (n, n) of one sample (composite rigid bodies); C (n, 10) work array.
 
     C[j] holds the composite standard parameters of the subtree from link j, about frame j's
-    origin, in frame j coordinates. Moving a composite from frame j to frame j-1 (rotation
+    origin, in frame j coordinates. Moving a composite from frame j to its parent frame (rotation
     R = E[j]ᵀ, offset p = P[j]) is linear in its 10 parameters:
     m' = m, h' = R h + m p, I' = R I Rᵀ + (2 p·Rh + m p·p) 1 - Rh pᵀ - p (Rh)ᵀ - m p pᵀ.
+
+    M[i, j] is non-zero only where joint i carries link j or j carries i (zero elsewhere in a tree).
 
     Over 80 lines: a numba kernel, one compiled pass over the joints per sample, written out so that
     numba keeps every intermediate in registers; split into calls it would be slower, not clearer.
@@ -190,7 +248,15 @@ def _crba(kind, axis, inert, rotor, E, P, M, C):
     for j in range(n):
         for k in range(10):
             C[j, k] = inert[j, k]
+    tree = _is_tree(parent)
+    if tree:
+        for i in range(n):
+            for j in range(n):
+                M[i, j] = 0.0
     for j in range(n - 1, 0, -1):
+        i = parent[j] if tree else j - 1
+        if i < 0:
+            continue
         e = E[j]
         XX, XY, XZ, YY, YZ, ZZ = C[j, 0], C[j, 1], C[j, 2], C[j, 3], C[j, 4], C[j, 5]
         hx, hy, hz, m = C[j, 6], C[j, 7], C[j, 8], C[j, 9]
@@ -216,7 +282,6 @@ def _crba(kind, axis, inert, rotor, E, P, M, C):
         rz = e[0, 2] * hx + e[1, 2] * hy + e[2, 2] * hz
         px, py, pz = P[j, 0], P[j, 1], P[j, 2]
         d = 2.0 * (px * rx + py * ry + pz * rz) + m * (px * px + py * py + pz * pz)
-        i = j - 1
         C[i, 0] += r00 + d - 2.0 * rx * px - m * px * px
         C[i, 1] += r01 - rx * py - px * ry - m * px * py
         C[i, 2] += r02 - rx * pz - px * rz - m * px * pz
@@ -246,7 +311,11 @@ def _crba(kind, axis, inert, rotor, E, P, M, C):
             nz = hx * ay - hy * ax
             fx, fy, fz = m * ax, m * ay, m * az
             M[j, j] = ax * fx + ay * fy + az * fz + rotor[j]
-        for i in range(j, 0, -1):  # carry the force to frame i-1: Eᵀ f, Eᵀ n + p x Eᵀ f
+        i = j
+        for _ in range(j):  # carry the force to the parent frame of i: Eᵀ f, Eᵀ n + p x Eᵀ f
+            k = parent[i] if tree else i - 1
+            if k < 0:
+                break
             e = E[i]
             px, py, pz = P[i, 0], P[i, 1], P[i, 2]
             gx = e[0, 0] * fx + e[1, 0] * fy + e[2, 0] * fz
@@ -256,13 +325,13 @@ def _crba(kind, axis, inert, rotor, E, P, M, C):
             my = e[0, 1] * nx + e[1, 1] * ny + e[2, 1] * nz + (pz * gx - px * gz)
             mz = e[0, 2] * nx + e[1, 2] * ny + e[2, 2] * nz + (px * gy - py * gx)
             fx, fy, fz, nx, ny, nz = gx, gy, gz, mx, my, mz
-            k = i - 1
             if kind[k] == 0:
                 v = axis[k, 0] * nx + axis[k, 1] * ny + axis[k, 2] * nz
             else:
                 v = axis[k, 0] * fx + axis[k, 1] * fy + axis[k, 2] * fz
             M[k, j] = v
             M[j, k] = v
+            i = k
 
 
 @njit(cache=True)
@@ -308,32 +377,32 @@ def _solve(M, x):
 
 
 @njit(cache=True)
-def _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
+def _mass_bias_one(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
     n = kind.shape[0]
     E = np.empty((n, 3, 3))
     P = np.empty((n, 3))
     _kinematics(kind, axis, R0, p0, q, E, P)
     C = np.empty((n, 10))
-    _crba(kind, axis, inert, rotor, E, P, M, C)
+    _crba(kind, parent, axis, inert, rotor, E, P, M, C)
     if want_h:
         W = np.empty((n, 3))
         DW = np.empty((n, 3))
         A = np.empty((n, 3))
-        _rnea(kind, axis, inert, g, E, P, qd, np.zeros(n), h, W, DW, A)
+        _rnea(kind, parent, axis, inert, g, E, P, qd, np.zeros(n), h, W, DW, A)
 
 
 @njit(cache=True)
-def mass_bias_serial(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
+def mass_bias_serial(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
     """M (N, n, n) and, if ``want_h``, h (N, n) for q, qd (N, n); serial loop."""
     for s in range(q.shape[0]):
-        _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
+        _mass_bias_one(kind, parent, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
 
 
 @njit(cache=True, parallel=True)
-def mass_bias_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
+def mass_bias_parallel(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, M, h, want_h):
     """As :func:`mass_bias_serial`, samples spread over threads."""
     for s in prange(q.shape[0]):
-        _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
+        _mass_bias_one(kind, parent, axis, R0, p0, inert, g, rotor, q[s], qd[s], M[s], h[s], want_h)
 
 
 #: samples per block of the block-wise batch drivers: their work arrays are allocated once per block
@@ -341,7 +410,7 @@ BLOCK = 256
 
 
 @njit(cache=True)
-def _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, start, stop):
+def _rnea_block(kind, parent, axis, R0, p0, inert, g, q, qd, qdd, tau, start, stop):
     n = kind.shape[0]
     E = np.empty((n, 3, 3))
     P = np.empty((n, 3))
@@ -350,58 +419,58 @@ def _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, start, stop):
     A = np.empty((n, 3))
     for s in range(start, stop):
         _kinematics(kind, axis, R0, p0, q[s], E, P)
-        _rnea(kind, axis, inert, g, E, P, qd[s], qdd[s], tau[s], W, DW, A)
+        _rnea(kind, parent, axis, inert, g, E, P, qd[s], qdd[s], tau[s], W, DW, A)
 
 
 @njit(cache=True, nogil=True)
-def rnea_serial(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
+def rnea_serial(kind, parent, axis, R0, p0, inert, g, q, qd, qdd, tau):
     """Rigid-body torque tau (N, n) for q, qd, qdd (N, n); serial loop."""
-    _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, 0, q.shape[0])
+    _rnea_block(kind, parent, axis, R0, p0, inert, g, q, qd, qdd, tau, 0, q.shape[0])
 
 
 @njit(cache=True, parallel=True)
-def rnea_parallel(kind, axis, R0, p0, inert, g, q, qd, qdd, tau):
+def rnea_parallel(kind, parent, axis, R0, p0, inert, g, q, qd, qdd, tau):
     """As :func:`rnea_serial`, blocks of :data:`BLOCK` samples spread over threads."""
     N = q.shape[0]
     for b in prange((N + BLOCK - 1) // BLOCK):
-        _rnea_block(kind, axis, R0, p0, inert, g, q, qd, qdd, tau, b * BLOCK, min(N, (b + 1) * BLOCK))
+        _rnea_block(kind, parent, axis, R0, p0, inert, g, q, qd, qdd, tau, b * BLOCK, min(N, (b + 1) * BLOCK))
 
 
 @njit(cache=True)
-def _forward_one(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
+def _forward_one(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
     n = kind.shape[0]
     M = np.empty((n, n))
     h = np.empty(n)
-    _mass_bias_one(kind, axis, R0, p0, inert, g, rotor, q, qd, M, h, True)
+    _mass_bias_one(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, M, h, True)
     for i in range(n):
         qdd[i] = rhs[i] - h[i]
     return _solve(M, qdd)
 
 
 @njit(cache=True)
-def forward_serial(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
+def forward_serial(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
     """qdd (N, n) solving M qdd = rhs - h; returns the first sample with a singular M, or -1."""
     bad = -1
     for s in range(q.shape[0]):
-        if not _forward_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s]) and bad < 0:
+        if not _forward_one(kind, parent, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s]) and bad < 0:
             bad = s
     return bad
 
 
 @njit(cache=True, parallel=True)
-def forward_parallel(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
+def forward_parallel(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
     """As :func:`forward_serial`, samples spread over threads; ``ok`` (N,) bool is written."""
     for s in prange(q.shape[0]):
-        ok[s] = _forward_one(kind, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s])
+        ok[s] = _forward_one(kind, parent, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s])
 
 
 @njit(cache=True)
-def forward_per_copy(kind, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
+def forward_per_copy(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok):
     """qdd (B, n) solving M_b qdd_b = rhs_b − h_b for B copies of one chain, each with its own
     parameters ``inert[b]`` (n, 10) and ``rotor[b]`` (n,) (the vector env's parameter draws);
     ``ok`` (B,) is False where M_b is singular."""
     for b in range(q.shape[0]):
-        ok[b] = _forward_one(kind, axis, R0, p0, inert[b], g, rotor[b], q[b], qd[b], rhs[b], qdd[b])
+        ok[b] = _forward_one(kind, parent, axis, R0, p0, inert[b], g, rotor[b], q[b], qd[b], rhs[b], qdd[b])
 
 
 # ----------------------------------------------------------------------------- env stepping
@@ -439,7 +508,7 @@ def friction_per_copy(fkind, fvals, alpha, vs, smoothing, qd, out):
 
 
 @njit(cache=True)
-def _step_one(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, substeps, work):
+def _step_one(kind, parent, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, substeps, work):
     """``substeps`` semi-implicit Euler steps of one copy, in place; False (state restored) on a singular M
     or a state that stops being finite."""
     fkind, fvals, alpha, vs, smoothing = friction
@@ -450,8 +519,8 @@ def _step_one(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, sub
         qd0[j] = qd[j]
     for _ in range(substeps):
         _kinematics(kind, axis, R0, p0, q, E, P)
-        _crba(kind, axis, inert, rotor, E, P, M, C)
-        _rnea(kind, axis, inert, g, E, P, qd, zero, h, W, DW, A)
+        _crba(kind, parent, axis, inert, rotor, E, P, M, C)
+        _rnea(kind, parent, axis, inert, g, E, P, qd, zero, h, W, DW, A)
         _friction(fkind, fvals, alpha, vs, smoothing, qd, x)
         for j in range(n):
             x[j] = (tau[j] - x[j]) - h[j]
@@ -471,7 +540,7 @@ def _step_one(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, sub
 
 
 @njit(cache=True)
-def step_per_copy(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, substeps, ok, work):
+def step_per_copy(kind, parent, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt, substeps, ok, work):
     """One env control step of B copies, in place: ``substeps`` steps of qd <- qd + dt·qdd, q <- q + dt·qd
     (:func:`robotid_sim.dynamics.forward.semi_implicit_euler`), qdd solving M_b qdd = tau_b - friction_b(qd) - h_b
     with each copy's parameters ``inert[b]`` (n, 10), ``rotor[b]`` (n,) and friction values.
@@ -485,9 +554,10 @@ def step_per_copy(kind, axis, R0, p0, inert, g, rotor, friction, q, qd, tau, dt,
             q0, qd0 (n,))``, ``zero`` all zeros; nothing is allocated here.
     """
     fkind, fvals, alpha, vs, smoothing = friction
+    chain = (kind, parent, axis, R0, p0)
     for b in range(q.shape[0]):
         law = (fkind, fvals[b], alpha, vs, smoothing)
-        ok[b] = _step_one(kind, axis, R0, p0, inert[b], g, rotor[b], law, q[b], qd[b], tau[b], dt, substeps, work)
+        ok[b] = _step_one(*chain, inert[b], g, rotor[b], law, q[b], qd[b], tau[b], dt, substeps, work)
 
 
 # ----------------------------------------------------------------------------- regressor
@@ -496,17 +566,24 @@ _FASTMATH = {"contract"}
 
 
 @njit(cache=True, fastmath=_FASTMATH)
-def _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, start, stop, E, P, PSI):
+def _regressor_block(kind, parent, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, start, stop, work):
     """Regressor blocks ``out[s]`` (n, P) of the samples ``start <= s < stop``.
 
-    E (n, 3, 3), P (n, 3) and PSI (n, 6) are work arrays (PSI[i] = psi_ij of the current link j).
+    ``work`` = (E (n, 3, 3), P (n, 3), PSI (n, 6), MOTION (n, 9), SAVED (n, n, 6)) work arrays:
+    PSI[i] = psi_ij of the current link j; in a tree, MOTION[k] (w, dw, a) and SAVED[k] (the psi of
+    the joints i <= k) of a link k that a later joint starts a new branch from.
 
     Over 80 lines: a numba kernel, one compiled pass over the joints per sample, written out so that
     numba keeps every intermediate in registers; split into calls it would be slower, not clearer.
     """
+    E, P, PSI, MOTION, SAVED = work
     n = kind.shape[0]
     ncol = out.shape[2]
     nfric = fric.shape[2]
+    saves = np.zeros(n, dtype=np.bool_)  # the links a later joint starts a new branch from
+    for j in range(n):
+        if parent[j] >= 0 and parent[j] != j - 1:
+            saves[parent[j]] = True
     for s in range(start, stop):
         _kinematics(kind, axis, R0, p0, q[s], E, P)
         for i in range(n):
@@ -516,6 +593,19 @@ def _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out,
         dx = dy = dz = 0.0
         lx, ly, lz = -g[0], -g[1], -g[2]
         for j in range(n):
+            k = parent[j]
+            if k != j - 1:  # a new branch: the parent's motion and psi (the base's, none, for k = -1)
+                if k < 0:
+                    wx = wy = wz = 0.0
+                    dx = dy = dz = 0.0
+                    lx, ly, lz = -g[0], -g[1], -g[2]
+                else:
+                    wx, wy, wz = MOTION[k, 0], MOTION[k, 1], MOTION[k, 2]
+                    dx, dy, dz = MOTION[k, 3], MOTION[k, 4], MOTION[k, 5]
+                    lx, ly, lz = MOTION[k, 6], MOTION[k, 7], MOTION[k, 8]
+                for i in range(j):
+                    for c in range(6):
+                        PSI[i, c] = SAVED[k, i, c] if i <= k else 0.0
             px, py, pz = P[j, 0], P[j, 1], P[j, 2]
             e00, e01, e02 = E[j, 0, 0], E[j, 0, 1], E[j, 0, 2]
             e10, e11, e12 = E[j, 1, 0], E[j, 1, 1], E[j, 1, 2]
@@ -570,6 +660,13 @@ def _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out,
             else:
                 PSI[j, 0] = PSI[j, 1] = PSI[j, 2] = 0.0
                 PSI[j, 3], PSI[j, 4], PSI[j, 5] = ax, ay, az
+            if saves[j]:
+                MOTION[j, 0], MOTION[j, 1], MOTION[j, 2] = wx, wy, wz
+                MOTION[j, 3], MOTION[j, 4], MOTION[j, 5] = dx, dy, dz
+                MOTION[j, 6], MOTION[j, 7], MOTION[j, 8] = lx, ly, lz
+                for i in range(j + 1):
+                    for c in range(6):
+                        SAVED[j, i, c] = PSI[i, c]
             # ---------------------------------------- rotor inertia and friction: row j only
             if nrot:
                 c = colmap[j, 10]
@@ -624,26 +721,27 @@ def _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out,
                     out[s, i, c9] = vx * lx + vy * ly + vz * lz
 
 
+@njit(cache=True)
+def _regressor_work(n):
+    """The work arrays of :func:`_regressor_block` for an n-joint chain."""
+    return np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 9)), np.empty((n, n, 6))
+
+
 @njit(cache=True, nogil=True)
-def regressor_serial(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out):
+def regressor_serial(kind, parent, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out):
     """Regressor ``out`` (N, n, P) for q, qd, qdd (N, n) and the friction columns ``fric``
     (N, n, k), columns chosen by ``colmap`` (n, b); serial loop."""
-    n = kind.shape[0]
-    E = np.empty((n, 3, 3))
-    P = np.empty((n, 3))
-    PSI = np.empty((n, 6))
-    _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, 0, q.shape[0], E, P, PSI)
+    work = _regressor_work(kind.shape[0])
+    _regressor_block(kind, parent, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, 0, q.shape[0], work)
 
 
 @njit(cache=True, parallel=True)
-def regressor_parallel(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out):
+def regressor_parallel(kind, parent, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out):
     """As :func:`regressor_serial`, blocks of :data:`BLOCK` samples spread over threads."""
     n = kind.shape[0]
     N = q.shape[0]
     for block in prange((N + BLOCK - 1) // BLOCK):
-        E = np.empty((n, 3, 3))
-        P = np.empty((n, 3))
-        PSI = np.empty((n, 6))
+        work = _regressor_work(n)
         start = block * BLOCK
         stop = min(N, start + BLOCK)
-        _regressor_block(kind, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, start, stop, E, P, PSI)
+        _regressor_block(kind, parent, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out, start, stop, work)

@@ -5,7 +5,9 @@ Internally a 3-vector batch is an array (3, N) and a rotation batch (3, 3, N), s
 numpy operation works on contiguous length-N rows.
 
 Frames: frame j is the frame of moving joint j (= its child link frame). ``E_j`` rotates
-frame j-1 coordinates into frame j, ``p_j`` is the origin of frame j in frame j-1. Velocities
+the parent frame's coordinates into frame j, ``p_j`` is the origin of frame j in the parent frame
+(the frame of joint j's parent joint, :func:`~robotid_sim.dynamics.chain.chain_parents`; the base
+for a joint on the base; frame j-1 in a serial chain). Velocities
 ``w`` (angular), ``dw`` (angular acceleration) and ``a`` (linear acceleration of the frame
 origin, gravity included as a base acceleration of -g) are expressed in the link's own frame.
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robotid_sim.dynamics.chain import Joint
+from robotid_sim.dynamics.chain import Joint, chain_parents
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -45,8 +47,8 @@ def rotate_transposed(E: np.ndarray, v: np.ndarray) -> np.ndarray:
 class ForwardPass:
     """Per-joint kinematics of one batch: lists of length n."""
 
-    E: list[np.ndarray]  # (3, 3, N or 1): frame j-1 -> frame j rotation
-    p: list[np.ndarray]  # (3, N or 1): origin of frame j in frame j-1
+    E: list[np.ndarray]  # (3, 3, N or 1): parent frame -> frame j rotation
+    p: list[np.ndarray]  # (3, N or 1): origin of frame j in its parent frame
     w: list[np.ndarray]  # (3, N)
     dw: list[np.ndarray]  # (3, N)
     a: list[np.ndarray]  # (3, N)
@@ -63,13 +65,18 @@ def _axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
 def forward_pass(
     joints: Sequence[Joint], qT: np.ndarray, qdT: np.ndarray, qddT: np.ndarray, gravity: np.ndarray
 ) -> ForwardPass:
-    """Outward recursion. ``qT, qdT, qddT`` are (n, N); ``gravity`` (3,) in the base frame."""
+    """Outward recursion. ``qT, qdT, qddT`` are (n, N); ``gravity`` (3,) in the base frame.
+
+    Each link starts from its parent's motion (:func:`~robotid_sim.dynamics.chain.chain_parents`),
+    the base's for a joint on the base.
+    """
     N = qT.shape[1]
-    w = np.zeros((3, N))
-    dw = np.zeros((3, N))
-    a = np.broadcast_to(-np.asarray(gravity, float)[:, None], (3, N))
+    base = (np.zeros((3, N)), np.zeros((3, N)), np.broadcast_to(-np.asarray(gravity, float)[:, None], (3, N)))
+    parents = chain_parents(joints)
     out = ForwardPass([], [], [], [], [])
     for j, joint in enumerate(joints):
+        k = parents[j]
+        w, dw, a = base if k < 0 else (out.w[k], out.dw[k], out.a[k])
         ax = joint.axis[:, None]
         R0, p0 = joint.origin_rotation, joint.origin_translation
         if joint.kind == "revolute":
@@ -167,7 +174,7 @@ def inertial_regressor(
     link_columns: Sequence[tuple[np.ndarray, int]] | None = None,
 ) -> np.ndarray:
     """Inertial regressor: ``Y[s, i, c]`` multiplies a standard parameter of some link j in the
-    torque of joint i at sample s (zero for i > j).
+    torque of joint i at sample s (zero unless joint i carries link j: i is j or one of its ancestors).
 
     Args:
         joints: the chain.
@@ -179,13 +186,18 @@ def inertial_regressor(
             written side by side). Default: all 10 of every link, ``out`` (N, n, 10 n).
 
     For each joint i <= j, psi_ij (6,) is the motion axis of joint i expressed at the origin of
-    frame j (angular part, linear part); then tau_i += psi_ij · A_j theta_j with A_j the link-j
-    wrench regressor. The psi of all i <= j are carried from frame j-1 to frame j by one batched
-    6x6 motion transform, psi' = (E u, E (v + u x p)), and each link costs one batched
-    (j x 6) @ (6 x 10) product.
+    frame j (angular part, linear part; zero where joint i does not carry link j); then
+    tau_i += psi_ij · A_j theta_j with A_j the link-j wrench regressor. The psi of all i < j are
+    carried from the parent frame to frame j by one batched 6x6 motion transform,
+    psi' = (E u, E (v + u x p)), and each link costs one batched (j x 6) @ (6 x 10) product. In a
+    tree, a joint that does not follow its parent starts from the psi saved at its parent.
     """
     n, N = qT.shape
     fp = forward_pass(joints, qT, qdT, qddT, gravity)
+    parents = chain_parents(joints)
+    # the joints whose psi a later joint starts from (a child that does not follow its parent)
+    branch_points = {int(parents[j]) for j in range(n) if parents[j] != j - 1}
+    saved = {}
     if link_columns is None:
         link_columns = [(np.arange(10), 10 * j) for j in range(n)]
     if out is None:
@@ -195,7 +207,12 @@ def inertial_regressor(
     XT = np.zeros((N, 6, 6))
     F = np.empty((len(_FEATURES), N))
     for j, joint in enumerate(joints):
-        if j > 0:
+        k = parents[j]
+        if k != j - 1:  # a new branch: the psi of j's ancestors at its parent's frame, zero for the others
+            psi[:, :j] = 0.0
+            if k >= 0:
+                psi[:, : k + 1] = saved[k]
+        if k >= 0:
             # psi' (row) = psi (row) @ X^T with X^T = [[E^T, [p]x E^T], [0, E^T]]
             Et = np.ascontiguousarray(fp.E[j].transpose(2, 1, 0))  # (N or 1, 3, 3): E^T per sample
             XT[:, :3, :3] = Et
@@ -207,6 +224,8 @@ def inertial_regressor(
             psi, psi_next = psi_next, psi
         psi[:, j] = 0.0
         psi[:, j, slice(0, 3) if joint.kind == "revolute" else slice(3, 6)] = joint.axis
+        if j in branch_points:
+            saved[j] = psi[:, : j + 1].copy()
         local, start = link_columns[j]
         if len(local) == 0:
             continue
@@ -225,12 +244,17 @@ def rnea(
     qddT: np.ndarray,
     gravity: np.ndarray,
 ) -> np.ndarray:
-    """Rigid-body inverse dynamics (n, N) from standard parameters ``inertials`` (n, 10)."""
+    """Rigid-body inverse dynamics (n, N) from standard parameters ``inertials`` (n, 10).
+
+    Each link's wrench (force ``F[j]``, moment ``Nm[j]``) is its own plus its children's, carried
+    into its frame.
+    """
     n, N = qT.shape
     fp = forward_pass(joints, qT, qdT, qddT, gravity)
+    parents = chain_parents(joints)
     tau = np.empty((n, N))
-    F = np.zeros((3, N))
-    Nm = np.zeros((3, N))
+    F: list[np.ndarray] = [np.empty(0)] * n
+    Nm: list[np.ndarray] = [np.empty(0)] * n
     for j in range(n - 1, -1, -1):
         XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M = inertials[j]
         I = np.array([[XX, XY, XZ], [XY, YY, YZ], [XZ, YZ, ZZ]])[:, :, None]
@@ -238,12 +262,12 @@ def rnea(
         w, dw, a = fp.w[j], fp.dw[j], fp.a[j]
         f = M * a + cross(dw, mc) + cross(w, cross(w, mc))
         m = rotate(I, dw) + cross(w, rotate(I, w)) + cross(mc, a)
-        if j + 1 < n:  # add the child's wrench, carried into frame j
-            E1, p1 = fp.E[j + 1], fp.p[j + 1]
-            Fc = rotate_transposed(E1, F)
-            m = m + rotate_transposed(E1, Nm) + cross(p1, Fc)
+        for c in np.flatnonzero(parents == j):  # add each child's wrench, carried into frame j
+            Ec, pc = fp.E[c], fp.p[c]
+            Fc = rotate_transposed(Ec, F[c])
+            m = m + rotate_transposed(Ec, Nm[c]) + cross(pc, Fc)
             f = f + Fc
-        F, Nm = f, m
+        F[j], Nm[j] = f, m
         ax = joints[j].axis
-        tau[j] = ax @ (Nm if joints[j].kind == "revolute" else F)
+        tau[j] = ax @ (m if joints[j].kind == "revolute" else f)
     return tau

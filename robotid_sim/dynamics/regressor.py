@@ -114,10 +114,7 @@ class RegressorChain(JointChain):
         Y = np.empty((N, n, P))
         kernel = kernels.regressor_parallel if N >= crba.PARALLEL_MIN_SAMPLES else kernels.regressor_serial
         kernel(
-            chain.kind,
-            chain.axis,
-            chain.origin_rotation,
-            chain.origin_translation,
+            *chain.kernel_arrays,
             crba.kernel_array(self.gravity, (3,), "gravity"),
             q,
             qd,

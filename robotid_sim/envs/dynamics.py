@@ -115,7 +115,7 @@ class CopyParameters:
             self._work = tuple(np.zeros(shape) for shape in shapes)
             self.ok = np.ones(copies, dtype=np.bool_)
             c = self._chain
-            self._robot_arrays = (c.kind, c.axis, c.origin_rotation, c.origin_translation, self.inertials)
+            self._robot_arrays = (*c.kernel_arrays, self.inertials)
             self._robot_arrays += (self._gravity, self.rotor)
 
     def set(self, i: int, theta: np.ndarray) -> None:
@@ -140,7 +140,7 @@ class CopyParameters:
         c = self._chain
         kernel = _per_copy_kernel()
         if kernel is not None:
-            args = (c.kind, c.axis, c.origin_rotation, c.origin_translation, self.inertials, self._gravity)
+            args = (*c.kernel_arrays, self.inertials, self._gravity)
             kernel(*args, self.rotor, q, qd, rhs, qdd, ok)
         else:  # no numba: one call per copy
             for i in range(q.shape[0]):

@@ -45,7 +45,7 @@ def load_robot(
     sidecar: str | Path | Sidecar | Literal[False] | None = None,
     lock_joints: Mapping[str, float] | None = None,
 ) -> Robot:
-    """Load a registered robot by name (bundled or from a plugin), or any fixed-base serial URDF by path.
+    """Load a registered robot by name (bundled or from a plugin), or any fixed-base URDF (serial or a tree) by path.
 
     Args:
         name_or_path: a registered robot's name, or a path to a ``.urdf`` file.

@@ -2,9 +2,10 @@
 
 The writers take a robot with its parameter values (an identified model's physically consistent standard set
 becomes one with :meth:`Robot.from_structure <robotid_sim.robot.Robot.from_structure>`) and write its
-kinematics as a clean serial chain: a base link, then per moving joint its joint (origin, axis, limits) and
-the link it carries, in the joint's frame (fixed and locked links of the source URDF are already merged into
-the moving bodies and their poses into the joint origins).
+kinematics as a clean chain or tree: a base link, then per moving joint its joint (origin, axis, limits) and
+the link it carries, in the joint's frame, hanging from its parent joint's link (the base link for a joint on
+the base; fixed and locked links of the source URDF are already merged into the moving bodies and their
+poses into the joint origins). Written in chain order, a tree reads back with the same joint order.
 
 **URDF** (:func:`urdf_text`): per link ``<inertial>`` (mass, COM, inertia tensor about the COM, every number
 written as its shortest exact ``repr``), per joint ``<limit>`` (position, velocity and effort limits where
@@ -134,12 +135,10 @@ def urdf_text(robot: Robot) -> str:
     root = ET.Element("robot", name=robot.name)
     root.append(ET.Comment(" written by robotid_sim; its sidecar (same name, .yaml) holds what URDF cannot "))
     ET.SubElement(root, "link", name=base)
-    parent = base
-    for k, joint in enumerate(robot.joints):
+    for k, (joint, parent) in enumerate(zip(robot.joints, robot.parents, strict=True)):
         link = ET.SubElement(root, "link", name=joint.link_name)
         _urdf_inertial(link, robot.inertials[k])
-        _urdf_joint(root, joint, parent, fc[k], fv[k])
-        parent = joint.link_name
+        _urdf_joint(root, joint, base if parent < 0 else robot.joints[parent].link_name, fc[k], fv[k])
     ET.indent(root)
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -209,9 +208,10 @@ def mjcf_text(robot: Robot) -> tuple[str, list[str]]:
     root.append(ET.Comment(" written by robotid_sim "))
     ET.SubElement(root, "compiler", angle="radian", autolimits="true")
     ET.SubElement(root, "option", gravity=_nums(robot.gravity))
-    parent = ET.SubElement(root, "worldbody")
-    for k in range(robot.n_dof):
-        parent = _mjcf_body(parent, robot, k, fc[k], fv[k])
+    world = ET.SubElement(root, "worldbody")
+    bodies: list[ET.Element] = []
+    for k, parent in enumerate(robot.parents):
+        bodies.append(_mjcf_body(world if parent < 0 else bodies[parent], robot, k, fc[k], fv[k]))
     actuators = ET.SubElement(root, "actuator")
     for joint in robot.joints:
         attrs = {"name": joint.name, "joint": joint.name, "gear": "1"}

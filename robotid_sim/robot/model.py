@@ -1,4 +1,4 @@
-"""The :class:`Robot`: a fixed-base serial arm with its true parameters (SPEC §3–4).
+"""The :class:`Robot`: a fixed-base arm (a serial chain or a tree) with its true parameters (SPEC §3–4).
 
 Signals: ``q`` joint positions (rad or m), ``qd`` velocities, ``qdd`` accelerations, ``tau``
 joint torques/forces, all arrays (N, n) for N samples of an n-joint arm.

@@ -15,7 +15,9 @@ model refuses a robot that changed). The joints a robot was loaded with locked
 (``lock_joints``) are part of it: ``to_dict`` writes them under ``locked_joints`` only when
 there are some, so a structure without locks (and every file saved before locks existed) keeps
 its layout and fingerprint, and a model identified on a locked robot refuses a robot with other
-locks or none.
+locks or none. Likewise, each joint of a tree (:attr:`~robotid_sim.dynamics.chain.Joint.parent`)
+gets a ``parent`` entry, the name of its parent joint (None for the base); a serial chain's joints
+have none.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 from robotid_sim._json import jsonable
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
-from robotid_sim.dynamics.chain import Joint
+from robotid_sim.dynamics.chain import Joint, chain_parents
 from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict, linear_fields
 from robotid_sim.dynamics.regressor import RegressorChain
 from robotid_sim.errors import ModelError
@@ -61,6 +63,23 @@ def _locks_from(data) -> dict[str, float]:
     if bad:
         raise ModelError(f"'locked_joints': the positions of {bad} are not finite")
     return locks
+
+
+def _parents_from(joints: list) -> list[int]:
+    """The parent index of each joint of :meth:`RobotStructure.to_dict`'s ``joints``: by the ``parent`` names of a
+    tree, else the previous joint."""
+    index = {str(j["name"]): i for i, j in enumerate(joints)}
+    parents = []
+    for i, j in enumerate(joints):
+        if "parent" not in j:
+            parents.append(i - 1)
+        elif j["parent"] is None:
+            parents.append(-1)
+        elif str(j["parent"]) in index:
+            parents.append(index[str(j["parent"])])
+        else:
+            raise ModelError(f"joint '{j['name']}': its parent '{j['parent']}' is not a joint of the robot structure")
+    return parents
 
 
 def _friction_law(friction: FrictionModel) -> dict:
@@ -175,9 +194,14 @@ class RobotStructure(RegressorChain):
     def to_dict(self) -> dict:
         """Canonical plain data: every float exact (JSON writes the shortest round-trip repr).
 
-        ``locked_joints`` is written only for a robot with locked joints (older files have none).
+        ``locked_joints`` is written only for a robot with locked joints, each joint's ``parent`` only for a
+        tree (older files have neither).
         """
         locks = {"locked_joints": {k: float(v) for k, v in self.locked_joints.items()}} if self.locked_joints else {}
+        names = self.joint_names
+        parents = [{"parent": names[k] if k >= 0 else None} for k in self.parents]
+        if self.is_serial:
+            parents = [{} for _ in names]
         return {
             "version": STRUCTURE_VERSION,
             "name": self.name,
@@ -194,8 +218,9 @@ class RobotStructure(RegressorChain):
                     "velocity_limit": _finite_or_none(j.velocity_limit),
                     "effort_limit": _finite_or_none(j.effort_limit),
                     "link": j.link_name,
+                    **parent,
                 }
-                for j in self.joints
+                for j, parent in zip(self.joints, parents, strict=True)
             ],
             "gravity": self.gravity.tolist(),
             "friction": jsonable(self.friction_law),
@@ -215,6 +240,7 @@ class RobotStructure(RegressorChain):
         try:
             if data.get("version") != STRUCTURE_VERSION:
                 raise ModelError(f"robot structure version {data.get('version')!r} is not {STRUCTURE_VERSION}")
+            parents = _parents_from(data["joints"])
             joints = tuple(
                 Joint(
                     name=str(j["name"]),
@@ -228,9 +254,11 @@ class RobotStructure(RegressorChain):
                     effort_limit=_float_or_inf(j["effort_limit"], 1.0),
                     link_name=str(j["link"]),
                     inertial=np.zeros(10),
+                    parent=parent,
                 )
-                for j in data["joints"]
+                for j, parent in zip(data["joints"], parents, strict=True)
             )
+            chain_parents(joints)  # validates the order now: each parent before its child
             if any(j.kind not in ("revolute", "prismatic") for j in joints):
                 raise ModelError("joint kinds must be 'revolute' or 'prismatic'")
             structure = cls(

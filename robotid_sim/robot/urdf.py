@@ -1,16 +1,22 @@
-"""Read a fixed-base serial URDF into a :class:`~robotid_sim.dynamics.chain.Joint` list.
+"""Read a fixed-base URDF, serial or a tree, into a :class:`~robotid_sim.dynamics.chain.Joint` list.
 
 Supported joints: revolute, continuous, prismatic (moving) and fixed (its child link is merged
 into the parent body, and its transform into the next moving joint's origin). Any other type
-(floating, planar, spherical, ...) raises :class:`ModelError` naming the joint.
+(floating, planar, spherical, ...) raises :class:`ModelError` naming the joint: floating bases
+are not supported.
+
+**Trees.** A body may carry several moving joints (a gripper's fingers, the arms of a torso): the
+moving joints are listed depth-first from the root (links in the order of their joints in the
+file), so each joint comes after its parent joint, and :attr:`Joint.parent
+<robotid_sim.dynamics.chain.Joint>` is the index of the joint carrying it (-1 for the fixed base).
+A serial chain is the tree in which each joint's parent is the previous joint.
 
 **Locked joints.** ``lock_joints={"name": position}`` (rad for revolute and continuous joints,
 m for prismatic ones) makes each named moving joint a fixed joint at that position: its child
-link is merged into the parent body at the locked pose, like any fixed link, and it does not
-count as a moving child, so a tree whose extra branches (a gripper's fingers) are locked is a
-serial chain. An unknown name (the message lists the moving joints), a fixed joint, a position
-that is not a finite number or is outside the joint's ``<limit lower upper>`` raise
-:class:`ModelError`.
+link is merged into the parent body at the locked pose, like any fixed link, so a tree whose
+extra branches (a gripper's fingers) are locked is a serial chain. An unknown name (the message
+lists the moving joints), a fixed joint, a position that is not a finite number or is outside the
+joint's ``<limit lower upper>`` raise :class:`ModelError`.
 
 How the file is read, where URDF or PyBullet leave a choice:
 
@@ -29,7 +35,7 @@ How the file is read, where URDF or PyBullet leave a choice:
 What is refused, with a :class:`ModelError` naming the link or joint and the fix: a link or joint
 without a name or with a duplicate name; a joint without ``<parent>`` or ``<child>``, or naming
 an unknown link; a link with two parent joints; a cycle or links not connected to the root; a
-branching (non-serial) chain; a number that cannot be read (or is not finite); a negative mass;
+number that cannot be read (or is not finite); a negative mass;
 and a moving body (a link carried by a moving joint, with its fixed children merged) whose
 inertia no rigid body has (:mod:`robotid_sim.robot.physical`, semidefinite form: a negative
 principal moment of inertia about the COM or a broken triangle inequality). PyBullet would
@@ -45,7 +51,7 @@ import copy
 import logging
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -152,7 +158,7 @@ class _Parsed:
     path: Path | None
     name: str
     links: dict[str, ET.Element]
-    chain: list[Joint]  # moving joints in chain order, inertial = merged body
+    chain: list[Joint]  # moving joints in chain order (depth-first), inertial = merged body, parent set
     moving: list[ET.Element]  # their <joint> elements, same order
     base_inertial: np.ndarray
     body_links: list[list[str]]  # body 0 = fixed base, body j = carried by moving joint j (1-based)
@@ -301,8 +307,8 @@ def _joint_tree(
         if jtype not in _MOVING | {"fixed"}:
             raise ModelError(
                 f"URDF joint '{jname}' has type '{jtype}': only revolute, continuous, "
-                "prismatic and fixed joints are supported (fixed-base serial arms). "
-                "Model a floating or planar base as a chain of prismatic/revolute joints."
+                "prismatic and fixed joints are supported (fixed-base arms and trees; floating bases are not "
+                "supported). Model a floating or planar base as a chain of prismatic/revolute joints."
             )
         parent, child = _link_of(j, "parent", where), _link_of(j, "child", where)
         for name in (parent, child):
@@ -323,29 +329,40 @@ def _joint_tree(
 def _walk(root_link: str, links: dict[str, ET.Element], children: dict[str, list], locks: dict, where: str):
     """Depth-first walk from the root link, merging fixed and locked links into the body of their moving joint.
 
-    Iterative (a deep chain must not hit Python's recursion limit).
+    Iterative (a deep chain must not hit Python's recursion limit). A moving joint enters the chain when
+    its child link is reached, so the chain is in depth-first order and each joint's parent joint (the
+    one whose body it hangs from) comes before it.
 
     Returns:
         ``(chain, moving, inertials, body_links, locked_origins, visited, order)``: the moving joints (their
-        ``inertial`` not yet set), their ``<joint>`` elements, the standard parameters (10,) of each body
-        (index 0: the base body), the links merged into each body, each locked joint's origin, the
-        links reached, and the names of the moving and locked joints in the order they were met.
+        ``inertial`` not yet set, their ``parent`` set), their ``<joint>`` elements, the standard parameters
+        (10,) of each body (index 0: the base body), the links merged into each body, each locked joint's
+        origin, the links reached, and the names of the moving and locked joints in the order they were met.
 
     Raises:
-        ModelError: a link with more than one moving child joint (not a serial chain), or a lock outside its
-            joint's limits.
+        ModelError: a lock outside its joint's limits.
     """
     chain: list[Joint] = []
     moving: list[ET.Element] = []
     inertials: list[np.ndarray] = [np.zeros(10)]  # index 0: base body
     body_links: list[list[str]] = [[]]
-    moving_children = [0]
     visited: set[str] = set()
     locked_origins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     order: list[str] = []
-    stack: list[tuple[str, np.ndarray, np.ndarray, int]] = [(root_link, np.eye(3), np.zeros(3), 0)]
+    # (link, its pose in the body frame, body, the moving or locked joint reaching it or None)
+    stack: list[tuple[str, np.ndarray, np.ndarray, int, ET.Element | None]] = [
+        (root_link, np.eye(3), np.zeros(3), 0, None)
+    ]
     while stack:
-        link_name, R, p, body = stack.pop()
+        link_name, R, p, body, reached_by = stack.pop()
+        if reached_by is not None:
+            order.append(reached_by.get("name"))
+            if reached_by.get("name") not in locks:  # a moving joint: (R, p) is its origin; a new body
+                chain.append(replace(_make_joint(reached_by, R, p, link_name), parent=body - 1))
+                moving.append(reached_by)
+                inertials.append(np.zeros(10))
+                body_links.append([])
+                R, p, body = np.eye(3), np.zeros(3), len(chain)
         visited.add(link_name)
         body_links[body].append(link_name)
         # merge this link's inertia into the current body, expressed in the body frame
@@ -356,31 +373,15 @@ def _walk(root_link: str, links: dict[str, ET.Element], children: dict[str, list
             R_new, p_new = R @ Rj, R @ pj + p
             child = _link_of(j, "child", where)
             if j.get("type") == "fixed":
-                pending.append((child, R_new, p_new, body))
-                continue
-            if j.get("type") in _MOVING:
-                order.append(j.get("name"))
-            if j.get("name") in locks:  # a fixed joint at the locked position
+                pending.append((child, R_new, p_new, body, None))
+            elif j.get("name") in locks:  # a fixed joint at the locked position
                 joint = _make_joint(j, R_new, p_new, child)
                 _check_lock_limits(joint, locks[joint.name])
                 Rm, pm = _lock_motion(joint, locks[joint.name])
                 locked_origins[joint.name] = (Rj @ Rm, pj + Rj @ pm)
-                pending.append((child, R_new @ Rm, p_new + R_new @ pm, body))
-                continue
-            moving_children[body] += 1
-            if moving_children[body] > 1:
-                raise ModelError(
-                    f"URDF is not a serial chain: link '{link_name}' has more than one moving "
-                    f"child joint (second one: '{j.get('name')}'); robotid_sim identifies serial arms: make the "
-                    "extra branch's joints fixed (e.g. a gripper's fingers), lock them at a position "
-                    "(lock_joints={'<joint>': position}) or remove that branch"
-                )
-            chain.append(_make_joint(j, R_new, p_new, child))
-            moving.append(j)
-            inertials.append(np.zeros(10))
-            body_links.append([])
-            moving_children.append(0)
-            pending.append((child, np.eye(3), np.zeros(3), len(chain)))
+                pending.append((child, R_new @ Rm, p_new + R_new @ pm, body, j))
+            else:
+                pending.append((child, R_new, p_new, body, j))
         stack.extend(reversed(pending))
     return chain, moving, inertials, body_links, locked_origins, visited, order
 

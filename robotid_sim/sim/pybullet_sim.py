@@ -35,6 +35,11 @@ joint that differs (with PyBullet's own warnings) beyond a relative :data:`PARIT
 
 Nothing is ever adopted from PyBullet silently: PyBullet is made to load the model, then checked.
 
+**Trees.** A robot whose links form a tree (:mod:`robotid_sim.robot.urdf`) loads the same way:
+PyBullet numbers its links depth-first in the order of the URDF's joints, as the model orders its
+moving joints (checked on loading), and the parity gate compares the tree's mass matrix and inverse
+dynamics like a chain's.
+
 **Console output.** PyBullet writes at C level (the import banner ``pybullet build time: ...`` on
 stderr, ``b3Warning``/``b3Printf`` on stdout). Both file descriptors are redirected to a temporary
 file around ``import pybullet`` (done on first use), connect, loadURDF and the parity check, and
