@@ -299,14 +299,23 @@ def _lock_joints(values: list[str] | None) -> dict[str, float]:
 
 
 def _existing_files(paths: list[str], flag: str) -> None:
+    from robotid_sim.sim.rosbag import is_rosbag2_folder
+
     for value in paths:
         path = Path(value)
-        if not path.is_file():
-            what = "is a folder, not a data file" if path.is_dir() else "does not exist"
-            raise DataError(f"{flag} '{value}' {what}; give an .npz, .csv or .mat recording")
+        if not path.is_file() and not is_rosbag2_folder(path):
+            what = "is a folder, not a data file (nor a rosbag2 folder)" if path.is_dir() else "does not exist"
+            raise DataError(
+                f"{flag} '{value}' {what}; give an .npz, .csv or .mat recording, or a ROS bag (.bag, .mcap, .db3 or a "
+                "rosbag2 folder)"
+            )
 
 
 def cmd_identify(args) -> int:
+    if args.payload:
+        return _identify_payload(args)
+    if args.payload_mass or _drive_gains_unknown(args.layout):
+        return _identify_drive_gains(args)
     options = _estimator_options(args.options)
     estimators = args.estimator or ["wls"]
     if options and len(estimators) > 1:
@@ -317,7 +326,7 @@ def cmd_identify(args) -> int:
         raise ConfigError("--out model.json holds one model; give a single --estimator, or --validate for a study")
     _existing_files(args.data, "--data")
     _existing_files(args.validate or [], "--validate")
-    layout = _yaml_file(args.layout, "--layout", "LogSource fields", "'units: {q: deg}'", "") if args.layout else {}
+    layout = _identify_layout(args)
     scenario = {
         "name": args.name,
         "robot": args.robot,
@@ -356,6 +365,127 @@ def cmd_identify(args) -> int:
         _out().print(table)
         if out is not None:
             _out().print(f"wrote {model.save(out)}")
+    return 0
+
+
+class _PayloadMass(argparse.Action):
+    """``--payload-mass KG``: the ``--data`` recording that follows carries a payload of KG; kept as
+    ``(index of that --data, KG)`` pairs."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        marks = list(getattr(namespace, self.dest) or [])
+        marks.append((len(getattr(namespace, "data", None) or []), values))
+        setattr(namespace, self.dest, marks)
+
+
+def _identify_layout(args) -> dict:
+    """The LogSource fields ``identify`` gives every recording: the --layout file's, and --topic."""
+    layout = _yaml_file(args.layout, "--layout", "LogSource fields", "'units: {q: deg}'", "") if args.layout else {}
+    if args.topic:  # ROS bags: one topic, or several to merge
+        layout = {**layout, "topic": args.topic[0] if len(args.topic) == 1 else args.topic}
+    return layout
+
+
+def _drive_gains_unknown(layout: str | None) -> bool:
+    """Whether the --layout file logs motor currents whose drive gains are to be estimated."""
+    if not layout:
+        return False
+    drives = _yaml_file(layout, "--layout", "LogSource fields", "'units: {q: deg}'", "").get("drives")
+    return isinstance(drives, dict) and drives.get("gains") == "unknown"
+
+
+def _refuse_with(what: str, flags: dict[str, object]) -> None:
+    """A ConfigError naming the first of ``flags`` (flag: value) that is given, which ``what`` does not take."""
+    for flag, value in flags.items():
+        if value:
+            raise ConfigError(f"{flag} does not apply to {what}; leave it out")
+
+
+def _identify_drive_gains(args) -> int:
+    """``identify`` on current logs with unknown drive gains: the gains and the base parameters together."""
+    _refuse_with(
+        "estimating unknown drive gains (Gautier & Briot's global least squares)",
+        {"--validate": args.validate, "--estimator": args.estimator, "--options": args.options, "--model": args.model},
+    )
+    masses: dict[int, float] = {}
+    for index, mass in args.payload_mass or []:
+        _positive(mass, "--payload-mass", "kg")
+        if index >= len(args.data) or index in masses:
+            raise ConfigError(
+                f"--payload-mass {mass:g} must come right before the --data recording it marks (one mass per "
+                "recording), e.g. --data unloaded.csv --payload-mass 2.6 --data loaded.csv"
+            )
+        masses[index] = mass
+    out = _model_output(args.out) if args.out is not None else None
+    _existing_files(args.data, "--data")
+    layout = _identify_layout(args)
+    from robotid_sim.identification.drive_gains import identify_drive_gains
+    from robotid_sim.robot import load_robot
+
+    robot = load_robot(args.robot, sidecar=args.sidecar, lock_joints=_lock_joints(args.lock_joint) or None)
+    fit = identify_drive_gains(
+        robot.structure(),
+        [{**layout, "path": path} for path in args.data],
+        [masses.get(k) for k in range(len(args.data))],
+        lowpass_hz=args.lowpass,
+        differentiate=args.differentiate,
+        velocity_deadband=args.deadband,
+    )
+    from rich.table import Table
+
+    table = Table(title=f"drive gains on {', '.join(args.data)} (condition number {fit.condition_number:.3g})")
+    for col in ("joint", "gain (N*m/A)", "std"):
+        table.add_column(col, justify="right" if col != "joint" else "left")
+    for joint, gain, std in zip(robot.joint_names, fit.gains, fit.gains_std, strict=True):
+        table.add_row(joint, f"{gain:.6g}", f"{std:.3g}")
+    _out().print(table)
+    _out().print(f"gains: [{', '.join(f'{g:.6g}' for g in fit.gains)}]  (for the layout's drives.gains)")
+    _out().print(f"{fit.model.values.size} base parameters identified with them")
+    if out is not None:
+        _out().print(f"wrote {fit.model.save(out)}")
+    return 0
+
+
+def _identify_payload(args) -> int:
+    """``identify --payload``: a payload's inertial parameters at the flange, given the arm's model (--model)."""
+    _refuse_with(
+        "--payload (the payload's parameters, given the arm's --model)",
+        {
+            "--validate": args.validate,
+            "--estimator": args.estimator,
+            "--options": args.options,
+            "--payload-mass": args.payload_mass,
+            "--deadband": args.deadband,
+        },
+    )
+    if not args.model:
+        raise ConfigError("--payload needs --model arm.json: the arm's model identified without the payload")
+    _existing_files(args.data, "--data")
+    layout = _identify_layout(args)
+    from robotid_sim.identification import load_model
+    from robotid_sim.identification.payload import identify_payload_from_logs, write_payload_run
+    from robotid_sim.robot import load_robot
+    from robotid_sim.run_folder import output_root
+
+    output_root(args.out)  # writable, before any work
+    robot = load_robot(args.robot, sidecar=args.sidecar, lock_joints=_lock_joints(args.lock_joint) or None)
+    model = load_model(args.model, robot)
+    estimate = identify_payload_from_logs(
+        model,
+        [{**layout, "path": path} for path in args.data],
+        robot.structure(),
+        lowpass_hz=args.lowpass,
+        differentiate=args.differentiate,
+    )
+    run_dir = write_payload_run(estimate, args.out, args.name, list(args.data), Path(args.model).name)
+    com, std = estimate.center_of_mass, estimate.center_of_mass_std
+    _out().print(f"payload mass: {estimate.mass:.6g} ± {estimate.std[9]:.2g} kg")
+    shown = ", ".join(f"{c:.4g} ± {s:.2g}" for c, s in zip(com, std, strict=True))
+    _out().print(f"centre of mass at the flange: ({shown}) m")
+    violations = estimate.violations()
+    _out().print("physically consistent" if not violations else "NOT physically consistent: " + "; ".join(violations))
+    _out().print(estimate.result_summary())
+    _out().print(f"[bold green]run folder[/] {run_dir}")
     return 0
 
 
@@ -718,7 +848,12 @@ def _add_identify(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
         "models are evaluated on held-out recordings and a run folder with metrics, plots and a report is written "
         "under --out (default ./runs), like 'robotid-sim run' on a scenario with 'data:'.",
     )
-    p.add_argument("--data", action="append", required=True, help="identification recording (.npz/.csv/.mat); repeat")
+    p.add_argument(
+        "--data",
+        action="append",
+        required=True,
+        help="identification recording (.npz/.csv/.mat, or a ROS bag: .bag/.mcap/.db3 or a rosbag2 folder); repeat",
+    )
     p.add_argument("--validate", action="append", help="held-out recording for validation; repeat")
     _robot_flags(p)
     p.add_argument(
@@ -726,16 +861,36 @@ def _add_identify(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
         help="YAML of the recordings' layout, shared by every file: keys, units, joint_names, trim, decimate "
         "(robotid_sim.sim.logs.LogSource)",
     )
+    p.add_argument(
+        "--topic",
+        action="append",
+        help="ROS bags: the sensor_msgs/JointState topic (default: the bag's only one); repeat to merge topics, e.g. "
+        "efforts published apart (each signal from the first topic that carries it)",
+    )
     p.add_argument("--estimator", action="append", help="estimator name (default wls); repeat to compare")
     p.add_argument("--options", help="estimator options as JSON, e.g. '{\"threshold\": 8}'")
     p.add_argument("--lowpass", type=float, help="zero-phase low-pass (Hz) on q, qd, tau within each recording")
     p.add_argument("--differentiate", action="store_true", help="qd, qdd from q by central differences")
     p.add_argument("--deadband", type=_deadband, help="velocity dead-band (rad/s or m/s) of the Coulomb terms")
+    p.add_argument(
+        "--payload-mass",
+        type=float,
+        action=_PayloadMass,
+        metavar="KG",
+        help="the --data that follows carries a payload of this known mass: with a layout of 'drives: {gains: "
+        "unknown}', the drive gains are estimated with the parameters (Gautier & Briot); repeat per loaded recording",
+    )
+    p.add_argument(
+        "--payload",
+        action="store_true",
+        help="identify the payload the --data recordings carry (mass, COM, inertia at the flange), given --model",
+    )
+    p.add_argument("--model", help="with --payload: the arm's saved model (identify --out), identified without it")
     p.add_argument("--name", default="identify", help="study name, used in the run folder's name")
     p.add_argument(
         "--out",
-        help="with --validate: parent folder of the run folder (default ./runs); without: save the model as "
-        "JSON here (its arrays go to the .npz beside it; neither file may exist)",
+        help="with --validate or --payload: parent folder of the run folder (default ./runs); without: save the "
+        "model as JSON here (its arrays go to the .npz beside it; neither file may exist)",
     )
     p.set_defaults(func=cmd_identify)
 

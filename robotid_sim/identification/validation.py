@@ -14,13 +14,19 @@ import numpy as np
 from robotid_sim.dynamics.forward import robust_forward, semi_implicit_euler
 from robotid_sim.errors import DataError
 from robotid_sim.identification import metrics as M
+from robotid_sim.signal import is_uniform
 from robotid_sim.sim.logs import experiments
 
 ForwardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def rollout(
-    forward: ForwardFn, q0: np.ndarray, qd0: np.ndarray, tau: np.ndarray, dt: float, substeps: int = 2
+    forward: ForwardFn,
+    q0: np.ndarray,
+    qd0: np.ndarray,
+    tau: np.ndarray,
+    dt: float | np.ndarray,
+    substeps: int = 2,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Open-loop semi-implicit Euler integration of ``qdd = forward(q, qd, tau)``.
 
@@ -28,7 +34,8 @@ def rollout(
         forward: batched forward dynamics (N, n) x3 -> (N, n); called with N = 1.
         q0, qd0: (n,) initial state.
         tau: (K, n) torque held constant over each interval ``dt`` (zero-order hold).
-        dt: sample interval (s); each is split into ``substeps`` integration steps.
+        dt: sample interval (s), or (K,) the length of each interval (a jittery clock); each is split into
+            ``substeps`` integration steps.
 
     Returns:
         (q, qd), each (K, n): the state at the start of each interval; NaN from the point where
@@ -41,9 +48,10 @@ def rollout(
     def checked(q, qd, tau):  # a singular identified mass matrix stops the rollout like a divergence
         return robust_forward(forward, q, qd, tau)
 
+    h = np.broadcast_to(np.asarray(dt, float) / substeps, (K,))
     for k in range(K):
         out_q[k], out_qd[k] = q[0], qd[0]
-        q, qd, ok = semi_implicit_euler(checked, q, qd, tau[k][None], dt / substeps, substeps)
+        q, qd, ok = semi_implicit_euler(checked, q, qd, tau[k][None], h[k], substeps)
         if not ok[0]:
             return out_q, out_qd  # diverged: the rest stays NaN
     return out_q, out_qd
@@ -107,7 +115,8 @@ class OpenLoopReference:
     Attributes:
         t: (K,) time from the start of the rollout (s).
         q_reference: (K, n) the reference motion: the true robot's rollout (simulation) or the measured one.
-        q0, qd0: (n,) the first state; tau: (K, n) the torque, held over each interval dt (s).
+        q0, qd0: (n,) the first state; tau: (K, n) the torque, held over each interval dt (s): one step, or
+            (K,) the steps of a jittery clock (:func:`interval_steps`).
     """
 
     t: np.ndarray
@@ -115,7 +124,7 @@ class OpenLoopReference:
     q0: np.ndarray
     qd0: np.ndarray
     tau: np.ndarray
-    dt: float
+    dt: float | np.ndarray
 
     def save(self, path: Path) -> None:
         np.savez(path, **{k: np.asarray(v, float) for k, v in dataclasses.asdict(self).items()})
@@ -128,9 +137,15 @@ class OpenLoopReference:
                 fields = {f.name: np.asarray(data[f.name], float) for f in dataclasses.fields(cls)}
         except (OSError, KeyError, ValueError) as exc:
             raise DataError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
-        fields["dt"] = float(fields["dt"])
+        fields["dt"] = float(fields["dt"]) if fields["dt"].ndim == 0 else fields["dt"]
         K, n = fields["q_reference"].shape if fields["q_reference"].ndim == 2 else (0, 0)
-        if K < 2 or fields["t"].shape != (K,) or fields["tau"].shape != (K, n) or fields["q0"].shape != (n,):
+        if (
+            K < 2
+            or fields["t"].shape != (K,)
+            or fields["tau"].shape != (K, n)
+            or fields["q0"].shape != (n,)
+            or np.shape(fields["dt"]) not in ((), (K,))
+        ):
             raise DataError(f"{path} is damaged (inconsistent shapes)")
         return cls(**fields)
 
@@ -174,9 +189,19 @@ def open_loop_reference(robot, ds_val, horizon: float, *, simulated: bool) -> Op
     if not 1 < K <= first.stop - first.start:
         return None
     ref = ds_val.truth if simulated else ds_val
-    rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], ds_val.dt)
+    steps = interval_steps(ds_val.t[first], K, ds_val.dt)
+    rollout_args = (ref.q[first.start], ref.qd[first.start], ref.tau[first.start : first.start + K], steps)
     q_reference = rollout(robot.forward_dynamics, *rollout_args)[0] if simulated else ref.q[first][:K]
     return OpenLoopReference(ds_val.t[first][:K] - ds_val.t[first.start], q_reference, *rollout_args)
+
+
+def interval_steps(t: np.ndarray, K: int, dt: float) -> float | np.ndarray:
+    """The length of each of the first ``K`` intervals of the stamps ``t``: ``dt`` (the median step) on an even
+    clock (:func:`~robotid_sim.signal.is_uniform`), else (K,) steps (the last, when ``t`` ends there, is ``dt``)."""
+    if is_uniform(t[: K + 1]):
+        return dt
+    steps = np.diff(t[: K + 1])
+    return np.concatenate([steps, np.full(K - steps.shape[0], dt)])
 
 
 def forward_dynamics_validation(model, ds_val, open_loop: OpenLoopReference | None) -> ForwardDynamicsValidation:

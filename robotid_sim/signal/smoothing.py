@@ -44,7 +44,7 @@ import numpy as np
 from numpy.polynomial import legendre
 
 from robotid_sim.errors import ConfigError, DataError
-from robotid_sim.signal.filters import as_time_series
+from robotid_sim.signal.filters import as_time_series, is_uniform
 
 __all__ = [
     "AutoSmoothing",
@@ -279,12 +279,6 @@ def _local_linear(t: np.ndarray, Y: np.ndarray, h: float, uniform: bool):
     return fitted, hat
 
 
-def _is_uniform(t: np.ndarray) -> bool:
-    steps = np.diff(t)
-    mean = (t[-1] - t[0]) / (t.shape[0] - 1)
-    return bool(np.all(np.abs(steps - mean) <= 1e-6 * mean))
-
-
 def loocv_lowess(t, y, bandwidths=None, criterion: str = "loocv") -> LowessSmoothing:
     """Locally weighted (tricube) linear regression with the bandwidth chosen by LOOCV (seed 002).
 
@@ -325,7 +319,7 @@ def loocv_lowess(t, y, bandwidths=None, criterion: str = "loocv") -> LowessSmoot
             f"every bandwidth must be finite and greater than 2 * max(dt) = {smallest:g} "
             f"(units of t) so that each local fit has 3 points; got {np.asarray(bandwidths)!r}"
         )
-    uniform = _is_uniform(t)
+    uniform = is_uniform(t)
     fits, test, train = [], [], []
     for h in h_all:
         fitted, hat = _local_linear(t, Y, h, uniform)

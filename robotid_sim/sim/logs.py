@@ -3,10 +3,13 @@
 A :class:`LogSource` describes one recording in the layout another tool wrote (its YAML/JSON form is
 the same mapping): the file, its array names or CSV column prefixes (``keys``; default: the native
 layout of :mod:`robotid_sim.sim.recordings`, which reads every file), the names of its joint columns,
-its units, an optional trim and decimation, and the experiment name. :func:`load_log` turns
-it into a :class:`Dataset` in SI units with t starting at 0, the joints matched to the robot's by
-name; :func:`load_logs` loads several and stacks them as separate experiments
-(:func:`stack_experiments`).
+its units, the joints it counts the other way than the robot (``signs``), an optional trim and
+decimation, and the experiment name. :func:`load_log` turns it into a :class:`Dataset` in SI units
+with t starting at 0, the joints matched to the robot's by name; :func:`load_logs` loads several and
+stacks them as separate experiments (:func:`stack_experiments`). A ROS bag (ROS 1 ``.bag``, rosbag2
+folder, ``.db3`` or ``.mcap``) is read from its ``sensor_msgs/JointState`` ``topic`` (one, several
+merged, or one per signal) by :mod:`robotid_sim.sim.rosbag`, its joints named by the messages and timed by
+their header stamps.
 
 A stacked dataset keeps its experiments in ``metadata["experiments"]``: a list of
 ``{"name": str, "start": int, "stop": int, "file": str | None}`` sample ranges (``stop``
@@ -43,8 +46,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from robotid_sim.errors import ConfigError, DataError, format_validation_error
 from robotid_sim.safety import safe_name
-from robotid_sim.signal import decimate, decimation_min_samples, downsample
+from robotid_sim.signal import (
+    decimate,
+    decimation_min_samples,
+    downsample,
+    is_uniform,
+    lowpass_on_stamps,
+    stamp_order_error,
+)
 from robotid_sim.sim.dataset import Dataset, Signals, experiment_entries
+from robotid_sim.sim.drives import DriveModel
 from robotid_sim.sim.recordings import (
     DERIVED_NOTE,
     NATIVE_KEYS,
@@ -61,9 +72,13 @@ from robotid_sim.sim.recordings import (
     stored_joint_names,
     stored_metadata,
 )
+from robotid_sim.sim.rosbag import JOINT_STATE_FIELDS, ROSBAG_SUFFIXES, is_rosbag2_folder, read_joint_states
 
 __all__ = [
     "GAP_FACTOR",
+    "GAP_FLOOR_S",
+    "GAP_QUANTILE",
+    "GAP_QUANTILE_FACTOR",
     "STACK_GAP_PERIODS",
     "LogSource",
     "experiments",
@@ -74,9 +89,24 @@ __all__ = [
     "stack_experiments",
 ]
 
-#: a time step larger than this many median sample periods separates two experiments
-GAP_FACTOR = 1.5
-#: :func:`stack_experiments` leaves this many sample periods between two experiments
+# A time step is a gap that starts a new experiment (:func:`experiments`, :func:`load_log`) when it is longer
+# than each of GAP_FACTOR median steps, GAP_QUANTILE_FACTOR times the GAP_QUANTILE quantile of the record's
+# steps, and GAP_FLOOR_S, or longer than half of STACK_GAP_PERIODS median steps whatever the three say. So a
+# late or dropped sample or a jittery clock does not split a log (100 Hz with steps of 2 to 30 ms is one
+# experiment: nothing below 100 ms splits it), a pause of seconds between two recordings does, and so does
+# every join of :func:`stack_experiments`, at any rate.
+#: a gap is longer than this many median steps (a late sample or a few dropped ones are not a gap)
+GAP_FACTOR = 10.0
+#: ... and longer than GAP_QUANTILE_FACTOR times this quantile of the steps (the slowest steps of a jittery clock)
+GAP_QUANTILE = 0.99
+#: see :data:`GAP_QUANTILE`
+GAP_QUANTILE_FACTOR = 3.0
+#: ... and longer than this many seconds (a high-rate log's late sample is not a gap)
+GAP_FLOOR_S = 0.05
+#: the anti-aliasing cut-off of ``decimate`` on a jittery clock, as a fraction of the new Nyquist frequency
+DECIMATION_CUTOFF = 0.8
+#: :func:`stack_experiments` leaves this many sample periods between two experiments; a step longer than half of
+#: it is always a gap
 STACK_GAP_PERIODS = 100
 
 #: our signal names, the keys of :attr:`LogSource.keys`
@@ -89,7 +119,10 @@ _DESCRIPTION = {
     "qd": "joint velocity",
     "qdd": "joint acceleration",
     "tau": "joint torque",
+    "i": "motor current",
 }
+#: the key of the motor currents (``keys.i``, read with ``drives``) by file format: CSV prefix ``i_``, else ``i``
+_CURRENT_KEYS = {"csv": "i_"}
 #: the keys a LogSource defaults to: the native layout's (robotid_sim.sim.recordings)
 _DEFAULT_KEYS = {fmt: {signal: keys[signal] for signal in SIGNALS} for fmt, keys in NATIVE_KEYS.items()}
 
@@ -138,6 +171,12 @@ class LogSource(BaseModel):
         units: {t: unix, q: deg}
         trim: [0.5, null]
         decimate: 2
+
+    A ROS bag (:mod:`robotid_sim.sim.rosbag`: its ``sensor_msgs/JointState`` topics, joints named by the messages)::
+
+        path: run.mcap
+        topic: [/joint_states, /joint_efforts]
+        signs: {joint2: -1}
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -146,8 +185,10 @@ class LogSource(BaseModel):
         min_length=1,
         description="the file; a relative path is resolved against the loader's base_dir (default: the current folder)",
     )
-    format: Literal["auto", "npz", "csv", "mat"] = Field(
-        "auto", description="file format; 'auto' takes it from the suffix (.npz, .csv, .mat)"
+    format: Literal["auto", "npz", "csv", "mat", "rosbag"] = Field(
+        "auto",
+        description="file format; 'auto' takes it from the suffix (.npz, .csv, .mat; a ROS bag: .bag, .mcap, .db3) "
+        "or a rosbag2 folder (one holding metadata.yaml)",
     )
     keys: dict[str, str] = Field(
         default_factory=dict,
@@ -156,6 +197,12 @@ class LogSource(BaseModel):
         "prefix (columns '<prefix><joint>' or '<prefix><index>', 0- or 1-based). Default: t, q, qd, qdd, tau (CSV: "
         "t, q_, qd_, qdd_, tau_). qd and qdd are optional: when absent they are derived from q by central "
         "differences",
+    )
+    topic: str | list[str] | dict[str, str] | None = Field(
+        None,
+        description="ROS bags only: the sensor_msgs/JointState topic, a list of topics to merge (each signal from the "
+        "first that carries it), or a mapping per signal, e.g. {q: /joint_states, tau: /joint_efforts}; default: the "
+        "bag's one JointState topic (robotid_sim.sim.rosbag)",
     )
     joint_names: list[str] | None = Field(
         None,
@@ -170,6 +217,11 @@ class LogSource(BaseModel):
         "q); angles apply to revolute joints only; length: m (default) or mm, for prismatic joints (q, qd, qdd); "
         "tau: N*m (SI only)",
     )
+    signs: dict[str, Literal[-1, 1]] = Field(
+        default_factory=dict,
+        description="robot joint name -> -1 where the file counts that joint the other way than the robot "
+        "description (its q, qd, qdd and tau are negated); the others keep +1",
+    )
     trim: tuple[float | None, float | None] | None = Field(
         None, description="[start, end] in seconds from the file's first sample; either may be null (no limit)"
     )
@@ -178,6 +230,11 @@ class LogSource(BaseModel):
         ge=1,
         description="keep every k-th sample after a zero-phase anti-aliasing low-pass (1: keep all); each experiment "
         "needs at least 10 k + 1 samples",
+    )
+    drives: DriveModel | None = Field(
+        None,
+        description="the file logs motor currents (keys.i; default i, CSV i_<joint>), not joint torques: their "
+        "drive gains and transmission (robotid_sim.sim.drives.DriveModel)",
     )
     name: str | None = Field(
         None,
@@ -194,9 +251,9 @@ class LogSource(BaseModel):
     @classmethod
     def _known_keys(cls, value: dict[str, str]) -> dict[str, str]:
         for signal, key in value.items():
-            if signal not in SIGNALS:
+            if signal not in (*SIGNALS, "i"):
                 raise ValueError(
-                    f"unknown signal {signal!r}: 'keys' maps our signal names ({', '.join(SIGNALS)}) to the names "
+                    f"unknown signal {signal!r}: 'keys' maps our signal names ({', '.join(SIGNALS)}, i) to the names "
                     "in the file, e.g. {q: positions}"
                 )
             if not key.strip():
@@ -217,6 +274,23 @@ class LogSource(BaseModel):
                         f"prismatic ones); accepted: {', '.join(choices)}; convert the torques before loading"
                     )
                 raise ValueError(f"units.{what} {unit!r} is not accepted; accepted: {', '.join(choices)}")
+        return value
+
+    @field_validator("topic")
+    @classmethod
+    def _known_topic(cls, value: str | list[str] | dict[str, str] | None):
+        if isinstance(value, dict):
+            for signal in value:
+                if signal not in JOINT_STATE_FIELDS:
+                    fields = ", ".join(f"{s} ({f})" for s, f in JOINT_STATE_FIELDS.items())
+                    raise ValueError(f"unknown signal {signal!r} in 'topic': a JointState message carries {fields}")
+            if "q" not in value:
+                raise ValueError("'topic' names no topic for q; e.g. {q: /joint_states, tau: /joint_efforts}")
+        names = [value] if isinstance(value, str) else list(value.values() if isinstance(value, dict) else value or [])
+        if isinstance(value, list) and not value:
+            raise ValueError("'topic' is an empty list; name at least one sensor_msgs/JointState topic")
+        if any(not name.strip() for name in names):
+            raise ValueError("a topic name in 'topic' is empty; give the topic, e.g. /joint_states")
         return value
 
     @field_validator("joint_names")
@@ -247,6 +321,8 @@ class LogSource(BaseModel):
                 raise ValueError(f"trim start {start} s is negative; it counts seconds from the file's first sample")
             if start is not None and end is not None and end <= start:
                 raise ValueError(f"trim [{start}, {end}]: the end must come after the start")
+        if "i" in self.keys and self.drives is None:
+            raise ValueError("keys.i names motor currents: give 'drives' (their gains, or gains: unknown) with it")
         return self
 
     def resolve(self, base_dir: str | Path | None = None) -> Path:
@@ -255,24 +331,35 @@ class LogSource(BaseModel):
         return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
 
     def file_format(self, path: Path) -> str:
-        """``npz``, ``csv`` or ``mat``: :attr:`format`, or from the suffix when it is ``auto``.
+        """``npz``, ``csv``, ``mat`` or ``rosbag``: :attr:`format`, or when it is ``auto`` from the suffix (a ROS bag:
+        .bag, .mcap, .db3) or a rosbag2 folder (one holding metadata.yaml).
 
         Raises:
-            DataError: ``auto`` and an unknown suffix.
+            DataError: ``auto`` and an unknown suffix, or a folder that is not a rosbag2 one.
         """
         if self.format != "auto":
             return self.format
-        fmt = SUFFIX_FORMAT.get(path.suffix.lower())
+        if path.is_dir():
+            if is_rosbag2_folder(path):
+                return "rosbag"
+            raise DataError(
+                f"cannot load log '{path}': it is a folder, not a file (nor a rosbag2 folder: no metadata.yaml)"
+            )
+        suffix = path.suffix.lower()
+        fmt = "rosbag" if suffix in ROSBAG_SUFFIXES else SUFFIX_FORMAT.get(suffix)
         if fmt is None:
             raise DataError(
-                f"cannot tell the format of '{path}' from its suffix '{path.suffix}'; name it .npz, .csv or .mat, or "
-                "set 'format' (npz, csv, mat)"
+                f"cannot tell the format of '{path}' from its suffix '{path.suffix}'; name it .npz, .csv or .mat "
+                "(a ROS bag: .bag, .mcap, .db3), or set 'format' (npz, csv, mat, rosbag)"
             )
         return fmt
 
     def file_keys(self, fmt: str) -> dict[str, str]:
-        """Our signal name -> its array name (NPZ/MAT) or column name / prefix (CSV), defaults applied."""
-        return {**_DEFAULT_KEYS[fmt], **self.keys}
+        """Our signal name -> its array name (NPZ/MAT) or column name / prefix (CSV), defaults applied; with
+        ``drives``, ``tau`` names the motor currents (``keys.i``, default ``i``, CSV ``i_``)."""
+        keys = {**_DEFAULT_KEYS[fmt], **self.keys}
+        current = keys.pop("i", _CURRENT_KEYS.get(fmt, "i"))
+        return {**keys, "tau": current} if self.drives is not None else keys
 
     def file_units(self) -> dict[str, str]:
         """The file's units, defaults applied (qd and qdd follow the angle unit of q)."""
@@ -312,7 +399,7 @@ def parse_log_source(data: Any, where: str = "log source") -> LogSource:
 # reading a file into columns (the files themselves are read by robotid_sim.sim.recordings)
 
 #: added to the message of a file that is not what its suffix or ``format`` says
-_FORMAT_HINT = " If it is a CSV or another format, set 'format' (npz, csv, mat)"
+_FORMAT_HINT = " If it is a CSV or another format, set 'format' (npz, csv, mat, rosbag)"
 
 
 @dataclass
@@ -585,7 +672,8 @@ def _check_recorded_robot(columns: _Columns, robot, m: int) -> None:
 
 
 def _checked_time(columns: _Columns) -> None:
-    """NaN and order of the file's time column, named by column, sample and line."""
+    """NaN and order of the file's time column, named by column, sample and line; repeated and backward stamps
+    counted, the first few named (:func:`~robotid_sim.signal.stamp_order_error`)."""
     t, where, label = columns.t, columns.where, columns.t_label
 
     def at(i: int) -> str:
@@ -597,14 +685,9 @@ def _checked_time(columns: _Columns) -> None:
     if np.any(bad):
         i = int(np.argmax(bad))
         raise DataError(f"{label} of {where} has {t[i]} at {at(i)}; remove or interpolate that sample")
-    steps = np.diff(t)
-    if np.any(steps <= 0):
-        i = int(np.argmax(steps <= 0)) + 1
-        raise DataError(
-            f"{label} of {where} must be strictly increasing; {at(i)} has t = {float(t[i])!r} after t = "
-            f"{float(t[i - 1])!r}; sort "
-            "the samples or remove the repeated ones"
-        )
+    problem = stamp_order_error(t, at)
+    if problem is not None:
+        raise DataError(f"{label} of {where} must be strictly increasing; {problem}")
 
 
 def _take(columns: _Columns, signal: str, joints: list[int], rows: slice, robot) -> np.ndarray:
@@ -637,9 +720,11 @@ def _parts(n_samples: int, starts: Sequence[int]) -> list[slice]:
 
 
 def _gap_starts(t: np.ndarray) -> list[int]:
-    """Sample indices where an experiment starts: 0, and after every step above GAP_FACTOR median steps."""
+    """Sample indices where an experiment starts: 0, and after every gap (the rule above :data:`GAP_FACTOR`)."""
     steps = np.diff(t)
-    cuts = np.flatnonzero(steps > GAP_FACTOR * np.median(steps)) + 1
+    median = float(np.median(steps))
+    longest = max(GAP_FACTOR * median, GAP_QUANTILE_FACTOR * float(np.quantile(steps, GAP_QUANTILE)), GAP_FLOOR_S)
+    cuts = np.flatnonzero(steps > min(longest, STACK_GAP_PERIODS / 2 * median)) + 1
     return [0, *(int(c) for c in cuts)]
 
 
@@ -652,11 +737,12 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
 
     The file is read through the safe readers (an .npz is never unpickled and only the arrays
     named in ``keys`` are read). Its joint columns are matched to the robot's joints by name, its
-    units converted to SI (angles for revolute joints only, lengths for prismatic ones), t shifted
+    units converted to SI (angles for revolute joints only, lengths for prismatic ones), motor currents and
+    motor-side motion made joint torque and motion (``drives``, :mod:`robotid_sim.sim.drives`), t shifted
     to start at 0, the ``trim`` applied, missing qd / qdd derived from q by central differences, and
-    the ``decimate`` applied. A file holding several recordings separated by time gaps (a step
-    above :data:`GAP_FACTOR` median periods) gives several experiments; derivation and decimation
-    run within each.
+    the ``decimate`` applied. A file holding several recordings separated by time gaps (a pause: the
+    rule at :data:`GAP_FACTOR`; a late sample or a jittery clock is not one) gives several experiments;
+    derivation and decimation run within each.
 
     Args:
         source: a :class:`LogSource`, its mapping (YAML/JSON form), or a path (our layout, SI units).
@@ -674,7 +760,8 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
         ``derived_signals``, ``ignored_joints``, ``ignored_columns``, ``file_metadata``.
 
     Raises:
-        ConfigError: a bad LogSource field (unknown unit or signal, non-SI torque, unsafe name).
+        ConfigError: a bad LogSource field (unknown unit or signal, non-SI torque, unsafe name, drive gains or a
+            transmission that do not fit the robot's joint count).
         DataError: a missing, unreadable or mislabelled file; a missing array or column (the ones
             present listed); NaN (column and row named); time not strictly increasing; a joint
             count or joint names that do not match the robot; too few samples left by trim or
@@ -691,7 +778,9 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
     t_file = (columns.t - columns.t[0]) * scale  # integers subtracted exactly: unix_ms, ns clocks
     rows = _trimmed_rows(src, t_file, columns.where)
     t = t_file[rows] - t_file[rows.start]
-    signals = _si_signals(columns, joints, rows, robot, units)
+    signals = _signed(_si_signals(columns, joints, rows, robot, units), src, robot)
+    if src.drives is not None:  # motor currents (and motor-side motion) to joint torque (and motion)
+        signals = src.drives.joint_signals(signals)
     parts = _parts(t.shape[0], _gap_starts(t))
     names = _part_names(src.name or _default_name(path.stem), len(parts))
     derived = {s: DERIVED_NOTE[s] for s in ("qd", "qdd") if s not in signals}
@@ -720,13 +809,19 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
 
 
 def _read_columns(src: LogSource, path: Path) -> tuple[_Columns, str, dict[str, str]]:
-    """The file's columns, its format and its keys (defaults applied)."""
-    if not path.is_file():
-        what = "it is a folder, not a file" if path.is_dir() else "no such file"
-        raise DataError(f"cannot load log '{path}': {what}")
+    """The file's columns, its format and its keys (defaults applied; a bag's keys: its clock, topics, fields)."""
+    if not path.exists():
+        raise DataError(f"cannot load log '{path}': no such file")
     fmt = src.file_format(path)
-    keys = src.file_keys(fmt)
+    if fmt != "rosbag" and src.topic is not None:
+        raise ConfigError(f"'topic' applies to ROS bags only, and '{path}' is read as {fmt}; leave 'topic' out")
+    if fmt != "rosbag" and path.is_dir():
+        raise DataError(f"cannot load log '{path}': it is a folder, not a file")
+    keys = src.file_keys(fmt) if fmt != "rosbag" else {}
     try:
+        if fmt == "rosbag":
+            columns, keys = _bag_columns(path, src)
+            return columns, fmt, keys
         if fmt == "csv":
             return _csv_columns(path, keys, set(src.keys), src), fmt, keys
         return _array_columns(path, fmt, keys, set(src.keys), src), fmt, keys
@@ -749,6 +844,66 @@ def _trimmed_rows(src: LogSource, t_file: np.ndarray, where: str) -> slice:
                 f"{t_file[-1]:.6g} s from its first sample; widen the trim"
             )
     return slice(first, last)
+
+
+def _bag_columns(path: Path, src: LogSource) -> tuple[_Columns, dict[str, str]]:
+    """:class:`_Columns` of a ROS bag's JointState messages (:mod:`robotid_sim.sim.rosbag`), and its keys: the clock,
+    and the topic and field of each signal. t counts seconds from the first sample (``file_metadata.rosbag.t0_ns``
+    keeps its stamp)."""
+    where = f"'{path}'"
+    if src.keys or "t" in src.units:
+        given = "keys" if src.keys else "units.t"
+        raise ConfigError(
+            f"'{given}' does not apply to the ROS bag {where}: its signals are the JointState fields (position, "
+            "velocity, effort) of the topics in 'topic', timed in sec + nanosec; leave it out"
+        )
+    states = read_joint_states(path, src.topic)
+    m = states.signals["q"].shape[1]
+    names = states.names
+    if src.joint_names is not None:
+        if len(src.joint_names) != m:
+            raise DataError(
+                f"'joint_names' has {len(src.joint_names)} names but the JointState messages of {states.fields['q']} "
+                f"in {where} hold {m} joints; name every one, in message order"
+            )
+        names = list(src.joint_names)
+    clock = states.metadata["clock"]
+    columns = _Columns(
+        where=where,
+        t=(states.t_ns - states.t_ns[0]) / 1e9,  # integer ns subtracted exactly
+        t_label=f"the {clock} of {states.fields['q'].rsplit(' ', 1)[0]}",
+        n_columns=m,
+        names=names,
+        explicit_names=src.joint_names is not None,
+        q_label=states.fields["q"],
+        metadata={"rosbag": states.metadata},
+    )
+    for signal, matrix in states.signals.items():
+        columns.matrix[signal] = matrix
+        columns.cols[signal] = list(range(m))
+        columns.labels[signal] = [
+            f"{states.fields[signal]} of '{name}'" if names is not None else f"{states.fields[signal]} entry {j}"
+            for j, name in enumerate(names or [None] * m)
+        ]
+    return columns, {"t": clock, **states.fields}
+
+
+def _signed(signals: dict[str, np.ndarray], src: LogSource, robot) -> dict[str, np.ndarray]:
+    """The robot's joint signals with the joints of ``src.signs`` negated (the file counts them the other way).
+
+    Raises:
+        ConfigError: ``signs`` names a joint the robot does not have.
+    """
+    if not src.signs:
+        return signals
+    unknown = [joint for joint in src.signs if joint not in robot.joint_names]
+    if unknown:
+        raise ConfigError(
+            f"'signs' names {', '.join(unknown)}, not a joint of robot '{robot.name}' "
+            f"({', '.join(robot.joint_names)}); key it by the robot's joint names"
+        )
+    sign = np.array([float(src.signs.get(joint, 1)) for joint in robot.joint_names])
+    return {name: x * sign for name, x in signals.items()}
 
 
 def _si_signals(columns: _Columns, joints: list[int], rows: slice, robot, units: dict[str, str]):
@@ -779,13 +934,22 @@ def _experiment_pieces(src: LogSource, t, signals, parts, where: str, first: int
                 piece["qdd"] = derive(piece["t"], piece["qd"])
             if src.decimate > 1:
                 _check_decimation(src.decimate, piece["t"].shape[0])
-                piece = {
-                    s: downsample(x, src.decimate) if s == "t" else decimate(x, src.decimate) for s, x in piece.items()
-                }
+                piece = _decimated(piece, src.decimate)
         except DataError as exc:
             raise DataError(f"{context}: {exc}") from None
         pieces.append(piece)
     return pieces
+
+
+def _decimated(piece: dict[str, np.ndarray], factor: int) -> dict[str, np.ndarray]:
+    """Every ``factor``-th sample of ``piece`` after an anti-aliasing low-pass: :func:`~robotid_sim.signal.decimate`'s
+    FIR on an even clock; on a jittery one (a filter that counts samples would smear time) a zero-phase Butterworth
+    on the stamps (:func:`~robotid_sim.signal.lowpass_on_stamps`) at 0.8 × the new Nyquist frequency."""
+    t = piece["t"]
+    if is_uniform(t):
+        return {s: downsample(x, factor) if s == "t" else decimate(x, factor) for s, x in piece.items()}
+    cutoff = DECIMATION_CUTOFF / (2.0 * factor * float(np.median(np.diff(t))))
+    return {s: downsample(x if s == "t" else lowpass_on_stamps(x, t, cutoff), factor) for s, x in piece.items()}
 
 
 def _file_label(src: LogSource) -> str:
@@ -850,7 +1014,10 @@ def _processing_metadata(src: LogSource, columns: _Columns, rows: slice, t, unit
             "factor": src.decimate,
             "rate_hz_before": 1.0 / float(np.median(np.diff(t))),
             "method": "zero-phase FIR low-pass at the new Nyquist frequency, then every k-th sample "
-            "(robotid_sim.signal.decimate), within each experiment",
+            "(robotid_sim.signal.decimate), within each experiment"
+            if is_uniform(t)
+            else f"jittery clock: zero-phase Butterworth low-pass on the stamps at {DECIMATION_CUTOFF:g} x the new "
+            "Nyquist frequency (robotid_sim.signal.lowpass_on_stamps), then every k-th sample, within each experiment",
         }
     if derived:
         metadata["derived_signals"] = {
@@ -913,10 +1080,11 @@ def load_logs(
 def experiments(ds: Dataset) -> list[tuple[str, slice]]:
     """The experiments of a record: ``[(name, slice of samples), ...]`` in order, covering every sample.
 
-    From ``metadata["experiments"]`` when present (checked); otherwise the record is split where a
-    time step exceeds :data:`GAP_FACTOR` median steps (one file holding two recordings separated
-    by a pause is two experiments: ``experiment1``, ``experiment2``, ...); otherwise it is one
-    experiment named ``all``.
+    From ``metadata["experiments"]`` when present (checked); otherwise the record is split at its
+    time gaps (one file holding two recordings separated by a pause is two experiments:
+    ``experiment1``, ``experiment2``, ...; a gap is a step longer than GAP_FACTOR median steps, GAP_QUANTILE_FACTOR
+    times the GAP_QUANTILE quantile step and GAP_FLOOR_S, or than half of STACK_GAP_PERIODS median steps, so a
+    late sample or a jittery clock splits nothing); otherwise it is one experiment named ``all``.
 
     Raises:
         DataError: ``metadata["experiments"]`` that is malformed, has unsafe or repeated names, or

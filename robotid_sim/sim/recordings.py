@@ -47,6 +47,7 @@ import numpy as np
 
 from robotid_sim.errors import DataError
 from robotid_sim.safety import atomic_write, read_npz
+from robotid_sim.signal import stamp_order_error, time_derivative
 
 __all__ = [
     "DERIVED_NOTE",
@@ -161,7 +162,8 @@ def check_time(value, source: str = "", first_line: int | None = None) -> np.nda
     """``value`` as a finite, strictly increasing float (N,) copy, N >= 2, or DataError.
 
     ``source`` (e.g. " of 'log.csv'") and ``first_line`` (the file line of sample 0) make the
-    message point into a file.
+    message point into a file; repeated and backward stamps are counted and the first few named
+    (:func:`~robotid_sim.signal.stamp_order_error`).
     """
     t = real_array("t", value, "(N,)", source)
     if t.ndim != 1:
@@ -170,13 +172,11 @@ def check_time(value, source: str = "", first_line: int | None = None) -> np.nda
         raise DataError(f"a dataset needs at least 2 samples, 't' has {t.shape[0]}")
     if not np.all(np.isfinite(t)):
         raise DataError(f"'t' contains NaN or inf (first at sample {np.argmax(~np.isfinite(t))})")
-    steps = np.diff(t)
-    if np.any(steps <= 0):
-        i = int(np.argmax(steps <= 0)) + 1
-        line = "" if first_line is None else f" (line {first_line + i})"
-        raise DataError(
-            f"'t'{source} must be strictly increasing; sample {i}{line} has t = {t[i]!r} after t = {t[i - 1]!r}"
-        )
+    problem = stamp_order_error(
+        t, "sample {}".format if first_line is None else lambda i: f"sample {i} (line {first_line + i})"
+    )
+    if problem is not None:
+        raise DataError(f"'t'{source} must be strictly increasing; {problem}")
     return t
 
 
@@ -206,10 +206,11 @@ def check_joint_names(names, n_dof: int) -> list[str]:
 
 
 def derive(t: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Central-difference derivative along time (seed 001 Eq. 24), second-order ends."""
+    """Central-difference derivative of ``x`` (N, n) on its time stamps ``t`` (N,), even or jittery (seed 001
+    Eq. 24 and its uneven-step form, second-order ends: :func:`~robotid_sim.signal.time_derivative`)."""
     if t.shape[0] < 3:
         raise DataError(f"deriving a velocity needs at least 3 samples, got {t.shape[0]}")
-    return np.gradient(x, t, axis=0, edge_order=2)
+    return time_derivative(x, t)
 
 
 # ---------------------------------------------------------------------------------------------
