@@ -23,7 +23,8 @@ parameters whose relative standard deviation is below 5 % the largest and the me
 the even log's estimate (the issue's acceptance: at most 2 %), also without the Stribeck fs parameters, for the
 jittery log, for its naive treatment (its stamps replaced by an even 10 ms grid, i.e. a filter and differences
 that count samples), and for the even log with another noise draw (how far two estimates from the same clock
-differ by noise alone).
+differ by noise alone). Last, each estimate's relative error against the true base parameters, over the same
+parameters: the jittery log is treated as well as an even one when it lands as close to the truth.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import numpy as np
 import yaml
 
 import robotid_sim as rid
+from robotid_sim.identification.evaluation import true_values_by_name
 from robotid_sim.signal.preprocess import preprocess
 from robotid_sim.sim.logs import experiments, load_log, per_experiment
 from robotid_sim.sim.recordings import native_csv_header
@@ -108,6 +110,22 @@ def main() -> None:
             models[name], parts = fit(path)
             print(f"{name}: {parts} experiment(s)")
     compare(models, args)
+    against_truth(models, robot)
+
+
+def against_truth(models: dict, robot) -> None:
+    """How far each log's estimate is from the true base parameters, over the same parameters as :func:`compare`:
+    the clock's treatment is as good as the even clock's when the jittery log lands as close to the truth."""
+    reference = models["even"]
+    kept = reference.std / np.abs(reference.values) < 0.05
+    true = true_values_by_name(robot.base_parameters(), reference.parameter_names)
+    for name, model in models.items():
+        error = np.abs(model.values - true) / np.abs(true)
+        worst = int(np.flatnonzero(kept)[np.argmax(error[kept])])
+        print(
+            f"{name} against the truth: largest relative error {error[kept].max():.2%} "
+            f"({reference.parameter_names[worst]}), median {np.median(error[kept]):.3%}"
+        )
 
 
 def compare(models: dict, args) -> None:
