@@ -29,7 +29,7 @@ def _complete_runs(root: Path) -> list[Path]:
     return sorted(p for p in root.glob("*") if p.is_dir() and not p.name.startswith("."))
 
 
-def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp_path):
+def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp_path, monkeypatch):
     first = run_cli(["run"], cwd=tmp_path, columns=80)
     assert first.returncode == 0, first.stderr
     assert all(name in first.stdout for name in ("estimator", "ols", "adaline", "hopfield", "ekf"))  # the table
@@ -61,9 +61,10 @@ def test_run_without_argument_runs_the_default_scenario_and_never_overwrites(tmp
     ):
         assert (run / name).is_file(), name
     stamp = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
-    # another run of a study of the same name into the same folder (a short one: the run folder is what counts)
-    second = run_cli(["run", str(_write_scenario(tmp_path, name="prrrp_seed004"))], cwd=tmp_path)
-    assert second.returncode == 0, second.stderr
+    # another run of a study of the same name into the same folder (a short one: the run folder is what counts;
+    # in this process, the command's fresh interpreter is the first run)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(_write_scenario(tmp_path, name="prrrp_seed004"))]) == 0
     runs_after = _complete_runs(tmp_path / "runs")
     assert len(runs_after) == 2 and run in runs_after
     assert all(p.name.startswith("prrrp_seed004-") for p in runs_after)

@@ -177,6 +177,26 @@ def test_feature_library_is_parsed_never_evaluated():
     assert np.allclose(model.predict_torque(q, [[1.0, 0.0]], [[0.0, 2.0]]), [[2 * np.sin(0.3) * 2 - 1, 0.5]])
 
 
+def test_the_feature_matrix_is_each_features_product_of_factors_one_sample_or_a_block_at_a_time(monkeypatch):
+    """FeatureLibrary.evaluate takes the products a block of features at a time (products of different lengths, a
+    factor shared by features, the constant 1): the same matrix as each feature's own product, in a block of any
+    size and for one sample at a time (a model in a control loop)."""
+    from robotid_sim.identification import features as features_module
+
+    texts = ["1", "sin(q1)*qdd2", "sin(q1)^2*qd2*exp(-(qd1/0.1)^2)", "qd1", "fwd(qd2)*abs(q2)", "sin(q1)"]
+    library = FeatureLibrary.parse(texts, 2)
+    rng = np.random.default_rng(3)
+    q, qd, qdd = rng.normal(size=(3, 7, 2))
+    signals = {"q": q, "qd": qd, "qdd": qdd}
+    expected = np.column_stack([np.prod([f.evaluate(signals) for f in ft.factors] or [np.ones(7)], axis=0)
+                                for ft in library.features])  # fmt: skip
+    assert np.array_equal(library.evaluate(q, qd, qdd), expected)
+    rows = [library.evaluate(q[k : k + 1], qd[k : k + 1], qdd[k : k + 1]) for k in range(7)]
+    assert np.array_equal(np.vstack(rows), expected)
+    monkeypatch.setattr(features_module, "_PRODUCT_BLOCK", 10)  # blocks of one feature for 7 samples
+    assert np.array_equal(library.evaluate(q, qd, qdd), expected)
+
+
 def test_a_history_goes_to_the_npz_and_the_json_stays_small(planar, tmp_path):
     robot, problem, _ = planar
     truth = robot.base_parameters().true_values()

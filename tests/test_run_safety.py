@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import TINY_SCENARIO, run_cli
+from helpers import TINY_SCENARIO, cli_process, run_cli
 
 import robotid_sim as rid
 from robotid_sim import run_folder
@@ -76,15 +76,16 @@ def _partials(root: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize(
-    ("changes", "named"),
+    ("changes", "named", "process"),
     [
-        ({"estimators": [{"name": "ols", "label": "../../../x"}]}, "estimator label '../../../x'"),
-        ({"estimators": [{"name": "ols", "label": "ABSOLUTE"}]}, "estimator label 'ABSOLUTE'"),
-        ({"name": "../x"}, "scenario name '../x'"),
+        ({"estimators": [{"name": "ols", "label": "../../../x"}]}, "estimator label '../../../x'", run_cli),
+        ({"estimators": [{"name": "ols", "label": "ABSOLUTE"}]}, "estimator label 'ABSOLUTE'", cli_process),
+        ({"name": "../x"}, "scenario name '../x'", cli_process),
     ],
     ids=["relative-label", "absolute-label", "dotdot-name"],
 )
-def test_a_label_or_name_that_is_a_path_is_refused_before_any_work(tmp_path, changes, named):
+def test_a_label_or_name_that_is_a_path_is_refused_before_any_work(tmp_path, changes, named, process):
+    """One case in a fresh interpreter, the others in a process forked from the test's (``helpers.cli_process``)."""
     work = tmp_path / "work"
     work.mkdir()
     elsewhere = tmp_path / "elsewhere" / "model"
@@ -93,7 +94,7 @@ def test_a_label_or_name_that_is_a_path_is_refused_before_any_work(tmp_path, cha
         named = f"estimator label '{elsewhere}'"
     path = _scenario(work, **changes)
     before = _files(tmp_path)
-    result = run_cli(["run", str(path), "--out", "runs"], cwd=work, timeout=120, columns=400)
+    result = process(["run", str(path), "--out", "runs"], cwd=work, timeout=120, columns=400)
     assert result.returncode == 2, result.stderr
     lines = _error_lines(result.stderr)
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
@@ -237,13 +238,14 @@ def test_a_duration_of_1e5_s_is_refused_fast_with_its_memory_estimate(tmp_path, 
 
 
 @pytest.mark.parametrize(
-    "simulation",
-    [{"duration": 1e9}, {"rate_hz": 1e12, "dt": 1e-12}, {"dt": 1e-12}],
+    ("simulation", "process"),
+    [({"duration": 1e9}, run_cli), ({"rate_hz": 1e12, "dt": 1e-12}, cli_process), ({"dt": 1e-12}, cli_process)],
     ids=["duration-1e9", "rate-1e12", "dt-1e-12"],
 )
-def test_absurd_durations_and_rates_are_refused_without_a_traceback(tmp_path, simulation):
+def test_absurd_durations_and_rates_are_refused_without_a_traceback(tmp_path, simulation, process):
+    """One case in a fresh interpreter, the others in a process forked from the test's (``helpers.cli_process``)."""
     path = _scenario(tmp_path, simulation={"rate_hz": 100, "duration": 3.0, **simulation})
-    result = run_cli(["run", str(path), "--out", "runs"], cwd=tmp_path, timeout=60, columns=400)
+    result = process(["run", str(path), "--out", "runs"], cwd=tmp_path, timeout=60, columns=400)
     assert result.returncode == 2, result.stderr
     lines = _error_lines(result.stderr)
     assert len(lines) == 1 and "this run would need about" in lines[0] and "of memory" in lines[0]
@@ -409,8 +411,7 @@ def test_sigterm_removes_the_partial_folder_and_the_next_run_works(tmp_path):
     assert "removed its partial folder" in err
     assert _partials(tmp_path / "runs") == [] and _runs(tmp_path / "runs") == []
     short = _scenario(tmp_path, file_name="short.yaml")
-    result = run_cli(["run", str(short), "--out", "runs"], cwd=tmp_path, timeout=120, columns=400)
-    assert result.returncode == 0, result.stderr
+    assert main(["run", str(short), "--out", str(tmp_path / "runs")]) == 0  # in this process: the next run works
     assert len(_runs(tmp_path / "runs")) == 1 and _partials(tmp_path / "runs") == []
 
 

@@ -4,10 +4,13 @@ task is recorded without stopping the sweep, bad input is one clear line with ex
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import importlib.util
+import io
 import re
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -46,6 +49,28 @@ def _parse(argv):
     parser = argparse.ArgumentParser()
     add_sweep_parser(parser.add_subparsers())
     return parser.parse_args(["sweep", *argv])
+
+
+#: TINY with a user's label on one estimator: result files are never named after labels
+TINY_LABELLED = {**TINY, "estimators": [{"name": "ols", "label": "my-ols"}, "wls"]}
+
+
+@pytest.fixture(scope="module")
+def tiny_cli(tmp_path_factory) -> SimpleNamespace:
+    """``robotid-sim sweep`` of :data:`TINY_LABELLED` on two local processes: its exit ``code``, what it printed
+    (``out``) and the sweep's ``folder``. Run once for the tests of the CLI, of result file names and of Dask; its
+    figures are saved blank (conftest.py: the small sweep renders them)."""
+    import yaml
+    from conftest import save_blank
+    from matplotlib.figure import Figure
+
+    root = tmp_path_factory.mktemp("tiny_cli")
+    path = root / "tiny.yaml"
+    path.write_text(yaml.safe_dump(TINY_LABELLED))
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as out:
+        patch.setattr(Figure, "savefig", save_blank)
+        code = run_sweep_command(_parse([str(path), "--out", str(root), "--workers", "2", "--no-progress"]))
+    return SimpleNamespace(code=code, out=out.getvalue(), folder=root / "tiny")
 
 
 @pytest.fixture(scope="module")
@@ -96,11 +121,11 @@ def test_cramer_rao_bound_is_reported_beside_the_monte_carlo_spread(small_local)
 
 
 @pytest.mark.skipif(not HAS_DASK, reason="dask[distributed] is not installed (pip install 'robotid-sim[dask]')")
-def test_dask_local_cluster_gives_the_same_table_as_local_processes(tmp_path):
-    local = run_sweep(TINY, tmp_path / "local", executor="local", workers=2)
-    outcome = run_sweep(TINY, tmp_path / "dask", executor="dask", workers=2)
+def test_dask_local_cluster_gives_the_same_table_as_local_processes(tiny_cli, tmp_path):
+    outcome = run_sweep(TINY_LABELLED, tmp_path / "dask", executor="dask", workers=2)
     assert (outcome.ran, outcome.failed) == (6, 0)
-    assert _without_times(outcome.tables["results_parquet"]) == _without_times(local.tables["results_parquet"])
+    local = tiny_cli.folder / "results.parquet"
+    assert _without_times(outcome.tables["results_parquet"]) == _without_times(local)
 
 
 def test_an_interrupted_sweep_runs_only_the_missing_tasks_when_started_again(tmp_path):
@@ -118,11 +143,9 @@ def test_an_interrupted_sweep_runs_only_the_missing_tasks_when_started_again(tmp
     assert len(read_table(resumed.tables["results"])) == 6
 
 
-def test_result_files_are_named_by_task_hashes_only(tmp_path):
-    sweep = {**TINY, "repetitions": 1, "estimators": [{"name": "ols", "label": "my-ols"}]}
-    outcome = run_sweep(sweep, tmp_path, workers=1)
-    names = [p.name for p in (outcome.run_dir / RESULTS_DIR).iterdir()]
-    assert names and all(re.fullmatch(r"[0-9a-f]{24}\.json", n) for n in names)
+def test_result_files_are_named_by_task_hashes_only(tiny_cli):
+    names = [p.name for p in (tiny_cli.folder / RESULTS_DIR).iterdir()]
+    assert len(names) == 6 and all(re.fullmatch(r"[0-9a-f]{24}\.json", n) for n in names)
 
 
 def test_a_failing_estimator_is_recorded_with_its_error_and_the_sweep_goes_on(tmp_path):
@@ -192,13 +215,8 @@ def test_estimator_labels_must_be_distinct():
         parse_sweep_config({**TINY, "estimators": ["ols", {"name": "wls", "label": "OLS"}]})
 
 
-def test_cli_prints_where_the_results_are(tmp_path, capsys):
-    import yaml
-
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump({**TINY, "repetitions": 1}))
-    assert run_sweep_command(_parse([str(path), "--out", str(tmp_path), "--workers", "1", "--no-progress"])) == 0
-    out = capsys.readouterr().out
-    assert "sweep folder:" in out and "2 run now" in out
-    with open(tmp_path / "tiny" / "results.csv", newline="") as fh:
-        assert len(list(csv.DictReader(fh))) == 2
+def test_cli_prints_where_the_results_are(tiny_cli):
+    assert tiny_cli.code == 0
+    assert "sweep folder:" in tiny_cli.out and "6 run now" in tiny_cli.out
+    with open(tiny_cli.folder / "results.csv", newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == 6

@@ -9,6 +9,7 @@ and the SINDy estimators (``robotid_sim_plugins.sindy``, which build libraries w
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ _NUMBER = r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _GAUSSIAN_FACTOR = re.compile(rf"^exp\(-\((qdd|qd|q)(\d+)/({_NUMBER})\)\^2\)(?:\^(\d+))?$")
 #: canonical order of factors in a product: by signal, joint, function, scale
 _SIGNAL_ORDER = {s: k for k, s in enumerate(SIGNALS)}
+#: values (samples x features) of one block of feature products in :meth:`FeatureLibrary.evaluate`
+_PRODUCT_BLOCK = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -189,20 +192,38 @@ class FeatureLibrary:
     def __len__(self) -> int:
         return len(self.features)
 
+    @functools.cached_property
+    def _products(self) -> tuple[tuple[Factor, ...], np.ndarray]:
+        """(the distinct factors of the library, (F, k) int array: feature i is the product of the factors at
+        row i, left to right, padded with ``len(factors)``, the index of a column of ones)."""
+        factors = tuple(dict.fromkeys(f for feature in self.features for f in feature.factors))
+        position = {f: k for k, f in enumerate(factors)}
+        width = max([len(feature.factors) for feature in self.features] + [1])
+        index = np.full((len(self.features), width), len(factors), dtype=np.intp)
+        for i, feature in enumerate(self.features):
+            index[i, : len(feature.factors)] = [position[f] for f in feature.factors]
+        return factors, index
+
     def evaluate(self, q, qd, qdd) -> np.ndarray:
-        """Feature matrix Φ (N, F); each distinct factor is computed once, whatever the number of features."""
+        """Feature matrix Φ (N, F); each distinct factor is computed once, whatever the number of features, and
+        the products are taken for a block of features at a time (a model in a control loop evaluates one
+        sample per step: a loop over features would cost more than the arithmetic)."""
         q, qd, qdd = as_states(self.n_dof, q=q, qd=qd, qdd=qdd)
         signals = {"q": q, "qd": qd, "qdd": qdd}
         N = q.shape[0]
-        cache: dict[Factor, np.ndarray] = {}
+        factors, index = self._products
+        columns = np.empty((N, len(factors) + 1))
+        columns[:, -1] = 1.0
+        for k, f in enumerate(factors):
+            columns[:, k] = f.evaluate(signals)
         out = np.empty((N, len(self.features)))
-        for k, feature in enumerate(self.features):
-            column = np.ones(N)
-            for f in feature.factors:
-                if f not in cache:
-                    cache[f] = f.evaluate(signals)
-                column *= cache[f]
-            out[:, k] = column
+        block = max(1, _PRODUCT_BLOCK // max(N, 1))
+        for start in range(0, len(self.features), block):
+            rows = index[start : start + block]
+            part = columns[:, rows[:, 0]]
+            for j in range(1, rows.shape[1]):
+                part *= columns[:, rows[:, j]]
+            out[:, start : start + block] = part
         return out
 
     def linear_in_qdd(self) -> bool:
