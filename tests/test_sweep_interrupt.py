@@ -102,15 +102,23 @@ def test_a_stopped_sweep_exits_at_once_leaving_no_process_and_resume_finishes_it
     (tmp_path / "tmp").mkdir()  # the temporary folder: Dask's scratch folders went there
     command = [sys.executable, "-m", "robotid_sim.cli", "sweep", "stop.yaml", "--workers", "2", "--no-progress"]
     command += ["--executor", executor]
-    sweep = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    # The sweep starts as from a terminal, whatever this test process inherited: a test run launched in the
+    # background of a non-interactive shell (`pytest &`) has SIGINT ignored, which its children inherit and the
+    # sweep rightly keeps (it then never sees the Ctrl-C and runs to the end). A caught signal is reset to its
+    # default in the child at exec.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        sweep = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     try:
         deadline = time.monotonic() + 120
         processes = {}
