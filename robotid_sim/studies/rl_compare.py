@@ -329,28 +329,13 @@ def _train_and_evaluate(
     """Train the recipe's PPO on ``model``'s reach env (with ``draws``), evaluate on the truth."""
     import gymnasium
 
-    from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, register_envs, to_sb3
+    from robotid_sim.envs import PYBULLET_ARM_ID
     from robotid_sim.studies.rl_demo import demo_torque_limit
-    from robotid_sim.studies.rl_training import EPISODE_STEPS, evaluate_policy, train_policy
+    from robotid_sim.studies.rl_training import evaluate_policy, reach_options, train_on_model
 
-    register_envs()
-    limit = demo_torque_limit(arm)
-    venv = gymnasium.make_vec(
-        IDENTIFIED_ARM_ID,
-        num_envs=num_envs,
-        model=model,
-        robot=arm,
-        task="reach",
-        torque_limit=limit,
-        parameter_draws=draws,
-        max_episode_steps=EPISODE_STEPS,
-        vectorization_mode="vector_entry_point",
-        autoreset_mode="SameStep",
-    )
-    prismatic = np.array(arm.joint_kinds) == "prismatic"
-    policy = train_policy(to_sb3(venv), prismatic, timesteps, seed)
-    truth = {"robot": arm, "task": "reach", "torque_limit": limit, "max_episode_steps": EPISODE_STEPS}
-    evaluation = evaluate_policy(policy, lambda: gymnasium.make(PYBULLET_ARM_ID, **truth), episodes, EVALUATION_SEED)
+    options = {"robot": arm, **reach_options(demo_torque_limit(arm))}
+    policy = train_on_model(arm, model, options, draws, timesteps, num_envs, seed)
+    evaluation = evaluate_policy(policy, lambda: gymnasium.make(PYBULLET_ARM_ID, **options), episodes, EVALUATION_SEED)
     s = evaluation.summary()
     return PolicyResult(
         name,

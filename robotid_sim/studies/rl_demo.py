@@ -262,27 +262,15 @@ def _train_and_evaluate(
 ):
     import gymnasium
 
-    from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID, register_envs, to_sb3
-    from robotid_sim.studies.rl_training import EPISODE_STEPS, evaluate_policy, train_policy
+    from robotid_sim.envs import IDENTIFIED_ARM_ID, PYBULLET_ARM_ID
+    from robotid_sim.studies.rl_training import evaluate_policy, reach_options, train_on_model
 
-    register_envs()
     report("identify", 0, 1)
     model, model_path, with_robot = _training_model(arm, estimator, seed, run_dir)
     report("identify", 1, 1)
     limit = demo_torque_limit(arm)
-    common = {"task": "reach", "torque_limit": limit, "max_episode_steps": EPISODE_STEPS}
-    venv = gymnasium.make_vec(
-        IDENTIFIED_ARM_ID,
-        num_envs=num_envs,
-        model=model,
-        parameter_draws=parameter_draws,
-        **common,
-        **with_robot,
-        vectorization_mode="vector_entry_point",
-        autoreset_mode="SameStep",
-    )
-    prismatic = np.array(arm.joint_kinds) == "prismatic"
-    policy = train_policy(to_sb3(venv), prismatic, timesteps, seed, report)
+    common = reach_options(limit)
+    policy = train_on_model(arm, model, {**common, **with_robot}, parameter_draws, timesteps, num_envs, seed, report)
     result = DemoResult(arm.name, estimator, timesteps, policy.train_seconds, limit, parameter_draws)
     curves = {}
     envs = {

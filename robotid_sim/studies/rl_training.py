@@ -183,6 +183,42 @@ def train_policy(
     return TrainedPolicy(agent, normalizer, np.asarray(prismatic, bool), seconds, timesteps)
 
 
+def reach_options(torque_limit) -> dict:
+    """The keywords of the recipe's reach env (either env id): task, torque limit and episode length."""
+    return {"task": "reach", "torque_limit": torque_limit, "max_episode_steps": EPISODE_STEPS}
+
+
+def train_on_model(
+    arm,
+    model,
+    env_options: dict,
+    parameter_draws: str | None,
+    timesteps: int,
+    num_envs: int,
+    seed: int,
+    progress: Progress | None = None,
+) -> TrainedPolicy:
+    """Train the recipe's PPO (:func:`train_policy`) on ``num_envs`` copies of ``model``'s ``IdentifiedArm-v0``
+    (one vector env), ``env_options`` being its other keywords (:func:`reach_options`, and ``robot`` where the
+    model needs it)."""
+    import gymnasium
+
+    from robotid_sim.envs import IDENTIFIED_ARM_ID, register_envs, to_sb3
+
+    register_envs()
+    venv = gymnasium.make_vec(
+        IDENTIFIED_ARM_ID,
+        num_envs=num_envs,
+        model=model,
+        parameter_draws=parameter_draws,
+        **env_options,
+        vectorization_mode="vector_entry_point",
+        autoreset_mode="SameStep",
+    )
+    prismatic = np.array(arm.joint_kinds) == "prismatic"
+    return train_policy(to_sb3(venv), prismatic, timesteps, seed, progress)
+
+
 @dataclass
 class Evaluation:
     """Deterministic episodes of a policy on one env.
