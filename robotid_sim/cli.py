@@ -314,8 +314,10 @@ def _existing_files(paths: list[str], flag: str) -> None:
 def cmd_identify(args) -> int:
     if args.payload:
         return _identify_payload(args)
-    if args.payload_mass or _drive_gains_unknown(args.layout):
-        return _identify_drive_gains(args)
+    layout = _identify_layout(args)
+    drives = layout.get("drives")
+    if args.payload_mass or (isinstance(drives, dict) and drives.get("gains") == "unknown"):
+        return _identify_drive_gains(args, layout)
     options = _estimator_options(args.options)
     estimators = args.estimator or ["wls"]
     if options and len(estimators) > 1:
@@ -326,7 +328,6 @@ def cmd_identify(args) -> int:
         raise ConfigError("--out model.json holds one model; give a single --estimator, or --validate for a study")
     _existing_files(args.data, "--data")
     _existing_files(args.validate or [], "--validate")
-    layout = _identify_layout(args)
     scenario = {
         "name": args.name,
         "robot": args.robot,
@@ -386,14 +387,6 @@ def _identify_layout(args) -> dict:
     return layout
 
 
-def _drive_gains_unknown(layout: str | None) -> bool:
-    """Whether the --layout file logs motor currents whose drive gains are to be estimated."""
-    if not layout:
-        return False
-    drives = _yaml_file(layout, "--layout", "LogSource fields", "'units: {q: deg}'", "").get("drives")
-    return isinstance(drives, dict) and drives.get("gains") == "unknown"
-
-
 def _refuse_with(what: str, flags: dict[str, object]) -> None:
     """A ConfigError naming the first of ``flags`` (flag: value) that is given, which ``what`` does not take."""
     for flag, value in flags.items():
@@ -401,8 +394,9 @@ def _refuse_with(what: str, flags: dict[str, object]) -> None:
             raise ConfigError(f"{flag} does not apply to {what}; leave it out")
 
 
-def _identify_drive_gains(args) -> int:
-    """``identify`` on current logs with unknown drive gains: the gains and the base parameters together."""
+def _identify_drive_gains(args, layout: dict) -> int:
+    """``identify`` on current logs with unknown drive gains (``layout``: the recordings' LogSource fields): the
+    gains and the base parameters together."""
     _refuse_with(
         "estimating unknown drive gains (Gautier & Briot's global least squares)",
         {"--validate": args.validate, "--estimator": args.estimator, "--options": args.options, "--model": args.model},
@@ -418,7 +412,6 @@ def _identify_drive_gains(args) -> int:
         masses[index] = mass
     out = _model_output(args.out) if args.out is not None else None
     _existing_files(args.data, "--data")
-    layout = _identify_layout(args)
     from robotid_sim.identification.drive_gains import identify_drive_gains
     from robotid_sim.robot import load_robot
 

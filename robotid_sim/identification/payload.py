@@ -31,6 +31,7 @@ from robotid_sim.dynamics.chain import INERTIAL_NAMES
 from robotid_sim.errors import DataError, IdentificationError
 from robotid_sim.identification.least_squares import per_joint_variance, weighted_least_squares
 from robotid_sim.identification.lmi import ConsistentLeastSquares, PhysicalOptions
+from robotid_sim.identification.metrics import condition_number
 from robotid_sim.identification.model import IdentifiedModel
 from robotid_sim.identification.problem import RANK_DEFICIENT_CONDITION, check_data_matches_robot
 from robotid_sim.robot.physical import (
@@ -251,11 +252,10 @@ def _consistent_fit(W: np.ndarray, y: np.ndarray, weights: np.ndarray, unconstra
 
 
 def _scaled_condition(W: np.ndarray) -> float:
+    """The condition number of W with unit-norm columns (:func:`~robotid_sim.identification.metrics.condition_number`);
+    inf with a zero column."""
     scale = np.linalg.norm(W, axis=0)
-    if np.any(scale == 0):
-        return float("inf")
-    s = np.linalg.svd(W / scale, compute_uv=False)
-    return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+    return condition_number(W / scale) if np.all(scale > 0) else float("inf")
 
 
 def _verdict(block: dict) -> str:
