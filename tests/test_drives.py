@@ -119,6 +119,13 @@ def test_a_bad_drive_layout_is_one_config_error(planar, planar_motion, tmp_path,
     assert "\n" not in str(info.value)
 
 
+def test_a_gain_count_other_than_the_robots_is_named_before_the_file_is_read(planar, tmp_path):
+    """The drives are checked against the robot first: a file without the currents (or any file) does not hide
+    a wrong gain count behind a missing-column error."""
+    with pytest.raises(ConfigError, match="drives.gains has 2 values but the robot has 3 joints"):
+        load_log({"path": tmp_path / "absent.csv", "drives": {"gains": [1.0, 2.0]}}, planar)
+
+
 def test_current_key_without_drives_is_refused():
     with pytest.raises(ConfigError, match="keys.i names motor currents: give 'drives'"):
         parse_log_source({"path": "x.csv", "keys": {"i": "current_"}})

@@ -769,6 +769,8 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
     """
     src = parse_log_source(source)
     robot = _as_robot(robot)
+    if src.drives is not None:  # its gain count and transmission against the robot, before the file is read
+        src.drives.transmission_matrix(len(robot.joint_names))
     path = src.resolve(base_dir)
     columns, fmt, keys = _read_columns(src, path)
     _checked_time(columns)
