@@ -4,6 +4,7 @@ from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_pa
 from robotid_sim.dynamics.forward import forward_dynamics_from_inverse, mass_matrix_from_inverse
 from robotid_sim.dynamics.friction import (
     CoulombViscous,
+    CoulombViscousNoOffset,
     FrictionModel,
     NoFriction,
     NonlinearExponent,
@@ -16,6 +17,7 @@ from robotid_sim.dynamics.regressor import RegressorChain, reference_regressor
 __all__ = [
     "BaseParameters",
     "CoulombViscous",
+    "CoulombViscousNoOffset",
     "FrictionModel",
     "NoFriction",
     "NonlinearExponent",

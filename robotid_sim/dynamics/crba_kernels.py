@@ -479,7 +479,8 @@ def forward_per_copy(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qd
 @njit(cache=True)
 def _friction(fkind, fvals, alpha, vs, smoothing, qd, out):
     """Friction torque ``out`` (n,) at ``qd`` (n,): the column laws of :mod:`robotid_sim.dynamics.friction`
-    (0 none, 1 coulomb_viscous, 2 nonlinear, 3 stribeck, 4 nonlinear_stribeck), summed with ``fvals`` (n, k)."""
+    (0 none, 1 coulomb_viscous, 2 nonlinear, 3 stribeck, 4 nonlinear_stribeck, 5 coulomb_viscous_no_offset),
+    summed with ``fvals`` (n, k)."""
     for j in range(qd.shape[0]):
         v = qd[j]
         if fkind == 0:
@@ -488,6 +489,8 @@ def _friction(fkind, fvals, alpha, vs, smoothing, qd, out):
         s = np.tanh(v / smoothing) if smoothing > 0.0 else np.sign(v)
         if fkind == 1:
             out[j] = s * fvals[j, 0] + v * fvals[j, 1] + fvals[j, 2]
+        elif fkind == 5:
+            out[j] = s * fvals[j, 0] + v * fvals[j, 1]
         elif fkind == 2:
             out[j] = s * fvals[j, 0] + abs(v) ** alpha[j] * s * fvals[j, 1] + fvals[j, 2]
         else:

@@ -132,6 +132,31 @@ class CoulombViscous(FrictionModel):
 
 
 @dataclass(frozen=True)
+class CoulombViscousNoOffset(FrictionModel):
+    """tau_f = fc·sign(qd) + fv·qd, no offset: BIRDy's ``ViscousCoulomb`` (its TX40's data-generation and
+    identification law); :class:`CoulombViscous` is BIRDy's ``ViscousCoulombOff``."""
+
+    fc: np.ndarray
+    fv: np.ndarray
+    sign_smoothing: float = 0.0
+    n: int = field(init=False)
+    kind = "coulomb_viscous_no_offset"
+    suffixes = ("fc", "fv")
+
+    def __post_init__(self):
+        object.__setattr__(self, "n", len(self.fc))
+
+    def torque(self, qd):
+        return self.fc * smooth_sign(qd, self.sign_smoothing) + self.fv * qd
+
+    def columns(self, qd):
+        return np.stack([smooth_sign(qd, self.sign_smoothing), qd], axis=-1)
+
+    def values(self):
+        return np.stack([self.fc, self.fv], axis=-1)
+
+
+@dataclass(frozen=True)
 class NonlinearExponent(FrictionModel):
     """tau_f = fc·sign(qd) + fv·|qd|^alpha·sign(qd) + S (seed 001 Eq. 5); alpha enters non-linearly."""
 
@@ -230,6 +255,7 @@ _FIELD_OF_SUFFIX = {"S": "offset"}
 _MODELS: dict[str, tuple[type[FrictionModel], tuple[str, ...]]] = {
     "none": (NoFriction, ()),
     "coulomb_viscous": (CoulombViscous, ("fc", "fv", "offset")),
+    "coulomb_viscous_no_offset": (CoulombViscousNoOffset, ("fc", "fv")),
     "nonlinear": (NonlinearExponent, ("fc", "fv", "offset", "alpha")),
     "stribeck": (Stribeck, ("fc", "fs", "fv", "vs")),
     "nonlinear_stribeck": (NonlinearStribeck, ("fc", "fs", "fv", "offset", "alpha", "vs")),

@@ -32,11 +32,25 @@ from __future__ import annotations
 import numpy as np
 
 from robotid_sim.dynamics import crba
-from robotid_sim.dynamics.friction import CoulombViscous, NoFriction, NonlinearExponent, NonlinearStribeck, Stribeck
+from robotid_sim.dynamics.friction import (
+    CoulombViscous,
+    CoulombViscousNoOffset,
+    NoFriction,
+    NonlinearExponent,
+    NonlinearStribeck,
+    Stribeck,
+)
 from robotid_sim.errors import ConfigError, DataError
 
 #: the friction laws the compiled stepping kernel knows, by its code (``crba_kernels._friction``)
-FRICTION_CODES = {NoFriction: 0, CoulombViscous: 1, NonlinearExponent: 2, Stribeck: 3, NonlinearStribeck: 4}
+FRICTION_CODES = {
+    NoFriction: 0,
+    CoulombViscous: 1,
+    NonlinearExponent: 2,
+    Stribeck: 3,
+    NonlinearStribeck: 4,
+    CoulombViscousNoOffset: 5,
+}
 
 
 class CovarianceDraws:

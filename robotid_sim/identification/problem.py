@@ -91,6 +91,23 @@ def check_data_matches_robot(dataset, structure) -> None:
     )
 
 
+def _checked_initial(value, structure) -> np.ndarray:
+    """``value`` as p finite floats, or a ConfigError naming what is wrong."""
+    p = len(structure.parameter_names)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"'initial' must be {p} numbers (the robot's standard parameters): {exc}") from None
+    if arr.shape != (p,):
+        raise ConfigError(
+            f"'initial' must have shape ({p},), one value per standard parameter of robot '{structure.name}', "
+            f"got {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError("'initial' contains NaN or inf; give finite standard parameters")
+    return arr
+
+
 def validate_velocity_deadband(value, n_dof: int | None) -> np.ndarray | None:
     """The per-joint dead-band thresholds (n,) of ``velocity_deadband``, or None when it is None.
 
@@ -196,7 +213,8 @@ class IdentificationProblem:
         DataError: the data was recorded on another robot or with other joints (its
             ``metadata["robot"]``, ``joint_names`` or joint count differ; see
             :func:`check_data_matches_robot`), or its ``metadata["experiments"]`` is malformed.
-        ConfigError: ``velocity_deadband`` is negative, NaN, not a number or has the wrong length.
+        ConfigError: ``velocity_deadband`` is negative, NaN, not a number or has the wrong length; ``initial``
+            is not p finite numbers.
         IdentificationError: the dead-band leaves a joint no row at all. A dead-band that makes
             the base regressor rank-deficient is refused by :meth:`base_regressor`.
 
@@ -210,6 +228,7 @@ class IdentificationProblem:
     robot: InitVar[Robot | RobotStructure]
     dataset: Any
     velocity_deadband: float | Sequence[float] | None = field(default=None, kw_only=True)
+    initial: np.ndarray | None = field(default=None, kw_only=True)
     structure: RobotStructure = field(init=False)
     base: BaseParameters = field(init=False)
 
@@ -236,6 +255,13 @@ class IdentificationProblem:
             if not keep.all():
                 self._keep = keep.reshape(-1)
         self.base = self.structure.base_parameters()
+        if self.initial is not None:
+            self.initial = _checked_initial(self.initial, self.structure)
+
+    @property
+    def initial_base(self) -> np.ndarray | None:
+        """The initial estimate's base parameters K·θ₀ (b,), or None without ``initial``."""
+        return None if self.initial is None else self.base.K @ self.initial
 
     @property
     def n_dof(self) -> int:
