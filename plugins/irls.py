@@ -4,22 +4,22 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from robotid_sim.errors import IdentificationError
 from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import (
     BaseParameterModel,
     Estimator,
-    EstimatorOptions,
     History,
     LeastSquaresFit,
     StandardParameterModel,
     per_joint_variance,
 )
+from robotid_sim.identification.essential import EssentialOptions, essential_refit
 from robotid_sim.identification.lmi import PhysicalLeastSquares, PhysicalOptions, standard_consistency
 from robotid_sim.identification.metrics import robust_std
 
@@ -79,7 +79,7 @@ class IRLSEstimator(Estimator):
     name = "irls"
     streams_regressor = True
 
-    class Options(EstimatorOptions):
+    class Options(EssentialOptions):
         threshold: float | None = Field(
             None,
             gt=0,
@@ -116,6 +116,15 @@ class IRLSEstimator(Estimator):
             if isinstance(value, bool):
                 return {} if value else None
             return value
+
+        @model_validator(mode="after")
+        def _essential_is_unconstrained(self):
+            if self.essential and self.physical is not None:
+                raise ValueError(
+                    "'essential' refits a subset of the base parameters, 'physical' solves for the standard ones: "
+                    "use one of them"
+                )
+            return self
 
     def _limits(
         self, residual: np.ndarray, keep: np.ndarray, rows_of: list[np.ndarray], floor: np.ndarray
@@ -194,12 +203,14 @@ class IRLSEstimator(Estimator):
         in_use = np.maximum(np.bincount(joint, minlength=n), 1)
         history = History(np.arange(len(result.history), dtype=float), result.history, problem.base_parameter_names)
         if constrained is None:
-            covariance = problem.least_squares().covariance(result.weights, None if keep.all() else keep, fit)
-            model, args, physical = BaseParameterModel, (fit.beta, covariance), {}
+            kept = None if keep.all() else keep
+            fit = replace(fit, covariance=problem.least_squares().covariance(result.weights, kept, fit))
+            beta, covariance, extra = essential_refit(self, problem, fit, result.weights, kept)
+            model, args = BaseParameterModel, (beta, covariance)
         else:
             model, args = StandardParameterModel, (result.theta,)
             check = standard_consistency(problem.structure, result.theta)
-            physical = {
+            extra = {
                 "consistent": check.consistent,
                 "link_min_eigenvalue": check.link_min_eigenvalue.tolist(),
                 "solver_status": constrained.program.status,
@@ -209,7 +220,7 @@ class IRLSEstimator(Estimator):
             *args,
             history=history,
             diagnostics={
-                **physical,
+                **extra,
                 "condition_number": cond,
                 "iterations": result.iterations,
                 "converged": result.stop_reason == STOP_SETTLED,

@@ -6,12 +6,8 @@ import numpy as np
 from pydantic import Field
 
 from robotid_sim.hookspecs import hookimpl
-from robotid_sim.identification import (
-    BaseParameterModel,
-    Estimator,
-    EstimatorOptions,
-    per_joint_variance,
-)
+from robotid_sim.identification import BaseParameterModel, Estimator, per_joint_variance
+from robotid_sim.identification.essential import EssentialOptions, essential_refit
 from robotid_sim.identification.least_squares import per_group_joint_variance
 
 ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
@@ -27,13 +23,14 @@ class WLSEstimator(Estimator):
 
     Diagnostics: ``condition_number``, ``joint_noise_std`` (√Λ_j over all the data),
     ``deadband_rows_removed``, and with ``per_experiment`` ``experiment_noise_std``: a list of
-    ``{"name", "joint_noise_std"}``, one per experiment.
+    ``{"name", "joint_noise_std"}``, one per experiment. With ``essential``, the weighted refit on the essential
+    parameters (:mod:`robotid_sim.identification.essential`), its ``essential_*`` diagnostics.
     """
 
     name = "wls"
     streams_regressor = True
 
-    class Options(EstimatorOptions):
+    class Options(EssentialOptions):
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
         per_experiment: bool = Field(
             False,
@@ -68,8 +65,9 @@ class WLSEstimator(Estimator):
         else:
             weights = 1.0 / variance
         fit = solver.solve(weights)
+        beta, covariance, essential = essential_refit(self, problem, fit, weights)
         return BaseParameterModel.from_problem(
-            problem, fit.beta, fit.covariance, diagnostics={**diagnostics, **problem.diagnostics()}
+            problem, beta, covariance, diagnostics={**diagnostics, **essential, **problem.diagnostics()}
         )
 
 

@@ -71,6 +71,9 @@ METRIC_NAMES = (
     "trajectory_agreement_index",
     "trajectory_max_error",
 )
+#: diagnostics never copied into ``metrics.json``: the base fit's values behind an essential-parameter model (they
+#: are in the saved model; the report shows their effect, ``essential_validation_change_pct``)
+UNREPORTED_DIAGNOSTICS = frozenset({"essential_full_values"})
 #: a diagnostic list longer than this is not copied into ``metrics.json`` (:func:`reported_diagnostics`)
 MAX_DIAGNOSTIC_LENGTH = 64
 
@@ -130,6 +133,7 @@ def evaluate(
     """
     pred = model.predict_torque(dataset.q, dataset.qd, dataset.qdd)
     metrics = _torque_metrics(model, dataset, pred, truth, effort_limits)
+    metrics |= _essential_metrics(model, dataset, metrics["torque_rms_total"])
     if condition_number is not None:
         metrics["condition_number"] = float(condition_number)
     metrics |= _parameter_metrics(model, truth)
@@ -138,6 +142,18 @@ def evaluate(
     for key, value in reported_diagnostics(model).items():
         metrics.setdefault(key, value)
     return Evaluation(metrics, pred, forward)
+
+
+def _essential_metrics(model, dataset, rms_total: float) -> dict[str, float]:
+    """For a model refitted on its essential parameters (``diagnostics['essential_full_values']``, the base fit's
+    values; :mod:`robotid_sim.identification.essential`): ``essential_validation_change_pct``, 100·(its validation
+    torque RMS / the full base model's − 1). Empty for any other model."""
+    full_values = (model.diagnostics or {}).get("essential_full_values")
+    if full_values is None or not isinstance(model, LinearParameterModel):
+        return {}
+    full = model.with_values(np.asarray(full_values, float))
+    rms_full = float(M.torque_rms_total(dataset.tau, full.predict_torque(dataset.q, dataset.qd, dataset.qdd)))
+    return {"essential_validation_change_pct": 100.0 * (rms_total / rms_full - 1.0) if rms_full > 0 else 0.0}
 
 
 def fit_timed(estimator, problem):
@@ -252,7 +268,7 @@ def reported_diagnostics(model) -> dict[str, Any]:
     """
     out = {}
     for key, value in (model.diagnostics or {}).items():
-        if not isinstance(key, str) or key in METRIC_NAMES:
+        if not isinstance(key, str) or key in METRIC_NAMES or key in UNREPORTED_DIAGNOSTICS:
             continue
         reported = _reportable(value)
         if reported is not _SKIP:

@@ -398,6 +398,12 @@ class JointWeightedLeastSquares:
         lam, _, keep = self._row_weights(np.ones(self.n_cells) if weights is None else weights, keep)
         return self._system(lam, keep)
 
+    def weighted_square_sum(self, weights=None, keep: np.ndarray | None = None) -> tuple[float, int]:
+        """(Σ w y², rows with w > 0) of the kept rows: with :meth:`normal_equations`, the weighted residual
+        of any β, Σ w (y − W β)² = zᵀ G z − 2 cᵀ z + Σ w y², and its degrees of freedom."""
+        _, w, _ = self._row_weights(np.ones(self.n_cells) if weights is None else weights, keep)
+        return float(w @ self.y**2), int(np.count_nonzero(w > 0))
+
     def _dense(self, w: np.ndarray) -> LeastSquaresFit:
         return weighted_least_squares(self.source.matrix(), self.y, w)
 

@@ -29,6 +29,7 @@ from robotid_sim.report.tables import (
     comparison_rows,
     consistency_rows,
     diagnostic_rows,
+    essential_rows,
     per_joint_rows,
     relative_error_rows,
     segmentation_summary,
@@ -86,6 +87,11 @@ _ACCELERATION_HINT = (
 _DIAGNOSTICS_HINT = (
     "What each estimator's model reported about its fit (its diagnostics: iterations, rejected samples, rows "
     "removed by the velocity dead-band, ...), as in metrics.json"
+)
+_ESSENTIAL_HINT = (
+    "Base parameters dropped one at a time, largest relative standard deviation first, while the identification "
+    "residual grew by at most the threshold; the dropped ones are 0 in the model. Validation change: its "
+    "validation torque RMS against the full base model's"
 )
 _STEPS_HINT = (
     "One step per joint, in the order the joints moved; each adds the base parameters the moving joint excites, "
@@ -277,6 +283,12 @@ def _md_models(result: StudyResult, images: Mapping[str, str]) -> list[str]:
         out += [f"## Steps of {_md_escape(outcome.name)} (seed 003 §3.2, §5.1)", ""]
         out += _md_table(headers, rows, text_columns=(0, 1, 2))
         out += ["", _md_escape(_STEPS_HINT), ""]
+
+    headers, rows = essential_rows(result)
+    if rows:
+        out += ["## Essential parameters (Pham and Gautier 1991)", ""]
+        out += _md_table(headers, rows, text_columns=(0, 5))
+        out += ["", _md_escape(_ESSENTIAL_HINT), ""]
 
     if result.closed_loop:
         headers, rows = closed_loop_rows(result)
@@ -517,6 +529,12 @@ def _html_models(result: StudyResult, images: Mapping[str, str]) -> list[str]:
         out.append(f"<h2>Steps of {_esc(outcome.name)} (seed 003 §3.2, §5.1)</h2>")
         out += _html_table(headers, rows, text_columns=(0, 1, 2))
         out.append(f'<p class="hint">{_esc(_STEPS_HINT)}</p>')
+
+    headers, rows = essential_rows(result)
+    if rows:
+        out.append("<h2>Essential parameters (Pham and Gautier 1991)</h2>")
+        out += _html_table(headers, rows, text_columns=(0, 5))
+        out.append(f'<p class="hint">{_esc(_ESSENTIAL_HINT)}</p>')
 
     if result.closed_loop:
         out.append("<h2>Closed loop</h2>")

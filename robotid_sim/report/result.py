@@ -46,6 +46,9 @@ class EstimatorOutcome:
             noise-free one of a simulation, else the measured one; seed 003 Fig. 12–14), or None.
         q_open_loop: (K, n) the model's open-loop motion under the validation torque (NaN after a divergence),
             or None.
+        essential: for a model refitted on its essential parameters (``ols``/``wls``/``irls`` with ``essential``),
+            ``{"kept", "dropped", "dropped_relative_std_pct", "residual_growth", "threshold"}`` from its
+            diagnostics; else None.
     """
 
     name: str
@@ -64,6 +67,7 @@ class EstimatorOutcome:
     steps: list[dict] | None = None
     qdd_predicted: np.ndarray | None = None
     q_open_loop: np.ndarray | None = None
+    essential: dict | None = None
 
     @classmethod
     def of_model(
@@ -100,7 +104,22 @@ class EstimatorOutcome:
             model_path=model_path,
             sparse=SparseModelSummary.of_model(model),
             steps=_steps_of(model),
+            essential=_essential_of(model),
         )
+
+
+def _essential_of(model) -> dict | None:
+    """The essential-parameter diagnostics of a model (:mod:`robotid_sim.identification.essential`), else None."""
+    d = model.diagnostics or {}
+    if "essential_parameters" not in d or not isinstance(d.get("essential_dropped"), list):
+        return None
+    return {
+        "kept": d["essential_parameters"],
+        "dropped": [str(name) for name in d["essential_dropped"]],
+        "dropped_relative_std_pct": list(d.get("essential_dropped_relative_std_pct") or []),
+        "residual_growth": d.get("essential_residual_growth"),
+        "threshold": d.get("essential_threshold"),
+    }
 
 
 def _steps_of(model) -> list[dict] | None:

@@ -924,3 +924,38 @@ def sequential_step_rows(outcome: EstimatorOutcome, joint_names: list[str]) -> t
             ]
         )
     return headers, rows
+
+
+def essential_rows(result: StudyResult) -> tuple[list[str], list[list[Cell]]]:
+    """The essential parameters of the models refitted on them (Pham and Gautier 1991): base and essential counts,
+    the growth of the identification residual, the change of the validation torque RMS against the full base
+    model (``essential_validation_change_pct``), and the dropped parameters in the order dropped with their
+    relative std when dropped. Nothing is marked best.
+
+    Returns:
+        ``(headers, rows)``; no rows when no model has essential parameters.
+    """
+    headers = ["estimator", "base", "essential", "residual growth", "validation change", "dropped (relative std)"]
+    rows = []
+    for outcome in result.outcomes:
+        ess = outcome.essential
+        if ess is None:
+            continue
+        change = outcome.metrics.get("essential_validation_change_pct")
+        growth = _number(ess.get("residual_growth"))
+        stds = _numbers(ess.get("dropped_relative_std_pct"))
+        dropped = ", ".join(
+            f"{name} ({format_number(std, 3)} %)" if i < len(stds) else name
+            for i, (name, std) in enumerate(zip(ess["dropped"], stds + [math.nan] * len(ess["dropped"]), strict=False))
+        )
+        rows.append(
+            [
+                Cell(outcome.name),
+                Cell(str(len(outcome.values)), float(len(outcome.values))),
+                Cell(str(ess["kept"]), _number(ess["kept"])),
+                Cell(f"{format_number(100.0 * growth, 3)} %", 100.0 * growth),
+                Cell("" if change is None else f"{format_number(change, 3)} %", _number(change)),
+                Cell(dropped or "none"),
+            ]
+        )
+    return headers, rows
