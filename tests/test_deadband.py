@@ -96,6 +96,25 @@ def test_valid_velocity_deadbands_are_accepted(planar, value):
     assert problem.velocity_deadband is None or len(problem.velocity_deadband) == 3
 
 
+@pytest.mark.parametrize(
+    ("value", "words"), [([1.0, 2.0], "shape"), ("x", "numbers"), (np.full(99, np.nan), "shape"), ("nan", "NaN")]
+)
+def test_a_bad_initial_estimate_is_one_config_error(planar, value, words):
+    p = len(planar.structure().parameter_names)
+    value = np.full(p, np.nan) if isinstance(value, str) and value == "nan" else value
+    with pytest.raises(ConfigError, match="'initial'") as err:
+        IdentificationProblem(planar, _exact(planar), initial=value)
+    assert words in str(err.value)
+
+
+def test_the_initial_estimate_is_kept_with_its_base_parameters(planar):
+    theta = planar.true_parameters() * 1.1
+    problem = IdentificationProblem(planar, _exact(planar), initial=theta.tolist())
+    np.testing.assert_array_equal(problem.initial, theta)
+    np.testing.assert_allclose(problem.initial_base, 1.1 * planar.base_parameters().true_values(), rtol=1e-12)
+    assert IdentificationProblem(planar, _exact(planar)).initial_base is None
+
+
 def test_a_deadband_removing_every_sample_of_a_joint_is_refused(planar):
     ds = _exact(planar)
     with pytest.raises(IdentificationError, match="velocity_deadband .* removes every sample of joint") as err:
