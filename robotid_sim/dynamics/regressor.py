@@ -4,7 +4,8 @@ Parameter vector theta, per joint j (1-based in names), in this order (SPEC §4,
 ``XXj XYj XZj YYj YZj ZZj MXj MYj MZj Mj`` (standard inertial parameters of link j about its
 frame origin), then ``Iaj`` if rotor inertia is modelled, then the linear friction parameters of
 the friction model (e.g. ``fcj fvj Sj``). Each joint's block has :attr:`RegressorChain.parameter_block`
-entries.
+entries. A robot with coupled drives (:mod:`robotid_sim.dynamics.coupling`) has their parameters after every
+joint's block (``Fvm6 Fcm6``): a robot without keeps its layout.
 
 :class:`RegressorChain` computes everything that needs only the kinematics, gravity, the friction
 law and whether rotor inertia is modelled: parameter names, count and groups, the regressor Y
@@ -22,6 +23,7 @@ import numpy as np
 
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.chain import INERTIAL_NAMES, JointChain
+from robotid_sim.dynamics.coupling import Coupling
 from robotid_sim.dynamics.friction import FrictionModel
 from robotid_sim.dynamics.newton_euler import inertial_regressor
 from robotid_sim.dynamics.states import as_states
@@ -38,12 +40,14 @@ class RegressorChain(JointChain):
 
     A subclass provides ``joints``, ``gravity`` (3,), ``friction`` (a
     :class:`~robotid_sim.dynamics.friction.FrictionModel`: its law gives the friction columns and
-    names; its linear values are not used here), :attr:`has_rotor_inertia`, and ``velocity_limit``,
-    ``acceleration_limit`` (n,).
+    names; its linear values are not used here), :attr:`has_rotor_inertia`, ``coupling`` (a
+    :class:`~robotid_sim.dynamics.coupling.Coupling`, empty without coupled drives; its values are not used
+    here either), and ``velocity_limit``, ``acceleration_limit`` (n,).
     """
 
     gravity: np.ndarray
     friction: FrictionModel
+    coupling: Coupling
     velocity_limit: np.ndarray
     acceleration_limit: np.ndarray
 
@@ -67,20 +71,23 @@ class RegressorChain(JointChain):
             if self.has_rotor_inertia:
                 names.append(f"Ia{j + 1}")
             names += self.friction.parameter_names(j)
-        return names
+        return names + self.coupling.parameter_names
 
     @property
     def n_parameters(self) -> int:
-        return self.n_dof * self.parameter_block
+        return self.n_dof * self.parameter_block + len(self.coupling.parameter_names)
 
     def parameter_slices(self) -> dict[str, np.ndarray]:
-        """Indices into theta of each parameter group: 'inertial', 'rotor', 'friction'."""
-        idx = np.arange(self.n_parameters).reshape(self.n_dof, self.parameter_block)
+        """Indices into theta of each parameter group: 'inertial', 'rotor', 'friction' (each joint's block), and
+        'coupling' (the coupled drives' parameters after them; empty without)."""
+        blocks = self.n_dof * self.parameter_block
+        idx = np.arange(blocks).reshape(self.n_dof, self.parameter_block)
         has_ia = self.has_rotor_inertia
         return {
             "inertial": idx[:, :10].ravel(),
             "rotor": idx[:, 10 : 10 + has_ia].ravel(),
             "friction": idx[:, 10 + has_ia :].ravel(),
+            "coupling": np.arange(blocks, self.n_parameters),
         }
 
     # ----------------------------------------------------------------- regressor
@@ -102,7 +109,7 @@ class RegressorChain(JointChain):
         """
         n, p, b = self.n_dof, self.n_parameters, self.parameter_block
         q, qd, qdd = as_states(n, q=q, qd=qd, qdd=qdd)
-        colmap, P = _column_map(n, p, b, columns)
+        colmap, P, coupled = _column_map(n, p, b, columns)
         kernels = crba.kernels()
         if kernels is None:  # no numba
             return reference_regressor(self, q, qd, qdd, columns)
@@ -124,6 +131,8 @@ class RegressorChain(JointChain):
             int(self.has_rotor_inertia),
             Y,
         )
+        if len(coupled):  # the kernels zeroed these last columns
+            Y[:, :, P - len(coupled) :] = self.coupling.columns(qd, qdd, self.friction.sign_smoothing)[:, :, coupled]
         return Y
 
     def random_states(self, rng: np.random.Generator, N: int) -> tuple[np.ndarray, ...]:
@@ -142,18 +151,22 @@ class RegressorChain(JointChain):
         return q, qd, qdd
 
 
-def _column_map(n: int, p: int, b: int, columns) -> tuple[np.ndarray, int]:
-    """The kernels' (n, b) map from each standard parameter to its output column (-1: not computed), and P."""
+def _column_map(n: int, p: int, b: int, columns) -> tuple[np.ndarray, int, np.ndarray]:
+    """The kernels' (n, b) map from each joint-block parameter to its output column (-1: not computed), P, and the
+    selected coupled-drive parameters (indices among theirs), whose columns come last."""
+    blocks = n * b
     if columns is None:
-        return np.arange(p, dtype=np.int64).reshape(n, b), p
+        return np.arange(blocks, dtype=np.int64).reshape(n, b), p, np.arange(p - blocks)
     selected = np.asarray(columns)
     if selected.ndim != 1 or (selected.size and selected.dtype.kind not in "iu"):
         raise DataError(f"columns must be a 1-D array of indices, got dtype {selected.dtype}, shape {selected.shape}")
     if selected.size and (selected[0] < 0 or selected[-1] >= p or np.any(np.diff(selected) <= 0)):
         raise DataError(f"columns must be increasing indices in [0, {p}), got {selected.tolist()}")
-    colmap, P = np.full(p, -1, dtype=np.int64), len(selected)
-    colmap[selected.astype(np.int64, copy=False)] = np.arange(P)
-    return colmap.reshape(n, b), P
+    selected = selected.astype(np.int64, copy=False)
+    in_blocks = selected[selected < blocks]
+    colmap = np.full(blocks, -1, dtype=np.int64)
+    colmap[in_blocks] = np.arange(len(in_blocks))
+    return colmap.reshape(n, b), len(selected), selected[selected >= blocks] - blocks
 
 
 def reference_regressor(chain: RegressorChain, q, qd, qdd, columns=None) -> np.ndarray:
@@ -162,7 +175,7 @@ def reference_regressor(chain: RegressorChain, q, qd, qdd, columns=None) -> np.n
     ``RegressorChain.regressor`` runs compiled kernels (:mod:`robotid_sim.dynamics.crba_kernels`);
     this is the reference they are tested against, and their fallback where numba is missing.
     :func:`~robotid_sim.dynamics.newton_euler.inertial_regressor` gives the inertial columns, then the
-    rotor (qdd) and friction (``chain.friction.columns(qd)``) columns are written in. ``chain``: a
+    rotor (qdd), friction (``chain.friction.columns(qd)``) and coupled-drive columns are written in. ``chain``: a
     :class:`~robotid_sim.robot.Robot` or a :class:`~robotid_sim.robot.structure.RobotStructure`;
     ``columns``: increasing indices into theta, as for ``regressor``.
     """
@@ -188,4 +201,9 @@ def reference_regressor(chain: RegressorChain, q, qd, qdd, columns=None) -> np.n
             k = position.get(j * b + 10 + has_ia + c)
             if k is not None:
                 Y[:, j, k] = friction[:, j, c]
+    coupled = [(k, c - n * b) for c, k in position.items() if c >= n * b]
+    if coupled:
+        drive_columns = chain.coupling.columns(qd, qdd, chain.friction.sign_smoothing)
+        for k, c in coupled:
+            Y[:, :, k] = drive_columns[:, :, c]
     return Y

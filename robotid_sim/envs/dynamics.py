@@ -7,8 +7,8 @@ PyBullet's trajectory to rounding. Batched over copies: one forward-dynamics cal
 substep for all of them.
 
 **Compiled step.** For a model linear in its parameters (:class:`CopyParameters`, ``compiled``: numba
-present and the friction law one of :data:`FRICTION_CODES`), :meth:`CopyParameters.step` makes a whole
-control step of every copy one call of :func:`robotid_sim.dynamics.crba_kernels.step_per_copy`: all
+present, the friction law one of :data:`FRICTION_CODES`, no coupled drives), :meth:`CopyParameters.step` makes a
+whole control step of every copy one call of :func:`robotid_sim.dynamics.crba_kernels.step_per_copy`: all
 substeps of the same semi-implicit Euler over the same CRBA + RNEA + LU, friction and rotor inertia
 included, on work arrays allocated once. ``IdentifiedArm-v0`` steps this way (its trajectory equals the
 Python integration to rounding); other models (nonlinear ones: feature libraries, Lagrangian and
@@ -96,8 +96,9 @@ class CopyParameters:
     Every copy starts with the model's own parameters; :meth:`set` gives copy i its draw.
 
     Attributes:
-        compiled: True where :meth:`step` can step the copies in one compiled call (numba is there and the
-            robot's friction law is one of :data:`FRICTION_CODES`).
+        compiled: True where :meth:`step` can step the copies in one compiled call (numba is there, the
+            robot's friction law is one of :data:`FRICTION_CODES` and it has no coupled drives: a robot with some
+            steps each copy's :meth:`~robotid_sim.robot.Robot.forward_dynamics`, which has them).
         ok: with ``compiled``, the (B,) result buffer of :meth:`step`.
     """
 
@@ -112,9 +113,10 @@ class CopyParameters:
         self.inertials = np.empty((copies, n, 10))
         self.rotor = np.zeros((copies, n))
         self.friction = np.empty((copies, n, k))
+        self._coupled = [robot] * copies if robot.coupling else None  # each copy's robot, coupled drives included
         for i in range(copies):
             self.set(i, model.standard_equivalent())
-        self.compiled = _step_kernel() is not None and type(robot.friction) in FRICTION_CODES
+        self.compiled = _step_kernel() is not None and type(robot.friction) in FRICTION_CODES and not robot.coupling
         if self.compiled:
             friction = robot.friction
             ones = np.ones(n)
@@ -139,10 +141,14 @@ class CopyParameters:
         if len(self._slices["rotor"]):
             self.rotor[i] = theta[self._slices["rotor"]]
         self.friction[i] = theta[self._slices["friction"]].reshape(n, -1)
+        if self._coupled is not None:
+            self._coupled[i] = self._robot.with_parameters(theta)
 
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(qdd, ok)`` (B, n), (B,) of every copy with its own parameters; ok False where M is singular."""
         q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+        if self._coupled is not None:
+            return _forward_each(self._coupled, q, qd, tau)
         if self.compiled:  # the friction of step(), to the last bit
             friction = np.empty_like(qd)
             crba.kernels().friction_per_copy(*self._law, qd, friction)
@@ -187,6 +193,18 @@ class CopyParameters:
         """
         _step_kernel()(*self._robot_arrays, self._law, q, qd, tau, float(h), int(substeps), self.ok, self._work)
         return self.ok
+
+
+def _forward_each(robots: list, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(qdd, ok)`` of :meth:`CopyParameters.forward` by each copy's own robot (one call per copy)."""
+    qdd = np.zeros_like(q)
+    ok = np.ones(q.shape[0], dtype=np.bool_)
+    for i, robot in enumerate(robots):
+        try:
+            qdd[i] = robot.forward_dynamics(q[i], qd[i], tau[i])[0]
+        except DataError:
+            ok[i] = False
+    return qdd, ok
 
 
 def _step_kernel():

@@ -14,7 +14,8 @@ finite; a revolute joint without position limits is ``continuous``; a prismatic 
 viscous coefficients of the friction law (:func:`~robotid_sim.robot.model.urdf_friction_tags`: ``fc``, and
 ``fv`` where it is viscous, i.e. the law has no exponent ``alpha``). What URDF cannot hold goes into the
 **sidecar** written beside it, ``<stem>.yaml`` (:func:`sidecar_data`): gravity, the whole friction law
-(offsets, Stribeck and exponent terms), rotor inertia, gear ratios and velocity/acceleration limits, so that
+(offsets, Stribeck and exponent terms), rotor inertia, coupled drives, gear ratios and velocity/acceleration
+limits, so that
 ``load_robot("<stem>.urdf")``, which finds ``<stem>.yaml`` beside the file, gives back the same dynamics
 (without a warning: the tags agree with the sidecar's law).
 
@@ -24,7 +25,7 @@ viscous coefficients of the friction law (:func:`~robotid_sim.robot.model.urdf_f
 the dynamics: its approximation of Coulomb friction, not the sign law itself), position ranges where
 finite, a ``motor`` per joint (gear 1: the torque acts at the joint, as the project's torques do; its
 control range the effort limit where there is one), gravity, no geoms (no contacts). MJCF has no sidecar:
-what it cannot hold is returned as notes (:class:`RobotExport`).
+what it cannot hold (coupled drives among it) is returned as notes (:class:`RobotExport`).
 
 :func:`write_robot` checks every target before anything is computed or written (suffix, folder, an existing
 file is refused unless ``overwrite``) and writes each file atomically (temporary file, then rename). No name
@@ -155,6 +156,7 @@ def sidecar_data(robot: Robot) -> dict:
             "velocity": [float(v) for v in robot.velocity_limit],
             "acceleration": [float(v) for v in robot.acceleration_limit],
         },
+        **({"coupling": robot.coupling.to_list()} if robot.coupling else {}),
     }
 
 
@@ -227,6 +229,11 @@ def mjcf_text(robot: Robot) -> tuple[str, list[str]]:
             f"MJCF: the friction law '{law['model']}' is written as frictionloss = fc"
             + (", damping = fv" if "alpha" not in law else "")
             + f"; its {', '.join(left_out)} are left out (MuJoCo has no such joint terms)"
+        )
+    if robot.coupling:
+        notes.append(
+            f"MJCF: the coupled drives ({', '.join(robot.coupling.parameter_names)}) are left out (MuJoCo's joints "
+            "have no friction or rotor inertia acting on a sum of joint velocities)"
         )
     if np.any(np.asarray(robot.gear_ratio) != 1):
         notes.append("MJCF: the gear ratios are left out (the motors act at the joints, gear 1, as the model's torque)")

@@ -7,8 +7,9 @@ Parameter vector theta, per joint j (1-based in names), in this order:
 ``XXj XYj XZj YYj YZj ZZj MXj MYj MZj Mj`` (standard inertial parameters of link j about its
 frame origin, SPEC §4), then ``Iaj`` if the sidecar gives rotor inertia, then the linear
 friction parameters of the friction model (the sidecar's, or one made from the URDF's
-``<dynamics>`` tags; e.g. ``fcj fvj Sj``), as in seed 001 Eq. 8. Joints are the moving joints
-that are not locked (``lock_joints``): a locked joint is a fixed joint of the model.
+``<dynamics>`` tags; e.g. ``fcj fvj Sj``), as in seed 001 Eq. 8; then, for a robot whose sidecar has coupled
+drives (``coupling``, :mod:`robotid_sim.dynamics.coupling`), their parameters (``Fvm6 Fcm6``). Joints are the
+moving joints that are not locked (``lock_joints``): a locked joint is a fixed joint of the model.
 
 The layout, the regressor and random states come from
 :class:`~robotid_sim.dynamics.regressor.RegressorChain`, shared with the robot's
@@ -28,6 +29,7 @@ import numpy as np
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
 from robotid_sim.dynamics.chain import Joint
+from robotid_sim.dynamics.coupling import Coupling, coupling_from_list
 from robotid_sim.dynamics.friction import CoulombViscous, FrictionModel, NoFriction, friction_from_dict
 from robotid_sim.dynamics.regressor import UNLIMITED_PRISMATIC_RANGE, UNLIMITED_REVOLUTE_RANGE, RegressorChain
 from robotid_sim.dynamics.states import as_states
@@ -75,7 +77,9 @@ class Robot(RegressorChain):
     the URDF joints made fixed, ``{name: position}`` in URDF order (they are part of
     :meth:`structure` and of ``name``); ``friction_source``, where the friction model comes from
     (:data:`FRICTION_FROM_SIDECAR`, :data:`FRICTION_FROM_URDF`, :data:`FRICTION_NONE`, or
-    ``"given"`` for a robot built in Python).
+    ``"given"`` for a robot built in Python); ``coupling``, its coupled drives with their true values
+    (:class:`~robotid_sim.dynamics.coupling.Coupling`, empty for none): their torque is part of every dynamics
+    method, their parameters end theta.
     """
 
     name: str
@@ -91,6 +95,7 @@ class Robot(RegressorChain):
     locked_joints: dict[str, float] = field(default_factory=dict)
     friction_source: str | None = None
     _structure: RobotStructure | None = field(default=None, repr=False)
+    coupling: Coupling = Coupling()
 
     def __post_init__(self):
         self.locked_joints = {str(k): float(v) for k, v in self.locked_joints.items()}
@@ -117,7 +122,7 @@ class Robot(RegressorChain):
             if self.rotor_inertia is not None:
                 blocks.append([self.rotor_inertia[j]])
             blocks.append(fv[j])
-        return np.concatenate(blocks)
+        return np.concatenate([*blocks, self.coupling.values()])
 
     def rigid_body_torque(self, q, qd, qdd, gravity: bool = True) -> np.ndarray:
         """Rigid-body torque (N, n) by the RNEA (no rotor inertia, no friction).
@@ -134,34 +139,49 @@ class Robot(RegressorChain):
         tau = self.rigid_body_torque(q, qd, qdd)
         if self.rotor_inertia is not None:
             tau = tau + self.rotor_inertia * qdd
-        return tau + self.friction.torque(qd)
+        tau = tau + self.friction.torque(qd)
+        if self.coupling:
+            tau = tau + self.coupling.torque(qd, qdd, self.friction.sign_smoothing)
+        return tau
 
     def mass_matrix(self, q) -> np.ndarray:
-        """Joint-space mass matrix (N, n, n), rotor inertia on the diagonal included.
+        """Joint-space mass matrix (N, n, n), rotor inertia on the diagonal (and coupled drives' rotors) included.
 
         Composite-rigid-body algorithm (:func:`robotid_sim.dynamics.crba.mass_matrix`).
         """
         (q,) = as_states(self.n_dof, q=q)
-        return crba.mass_matrix(self.joints, self.inertials, q, self.rotor_inertia)
+        M = crba.mass_matrix(self.joints, self.inertials, q, self.rotor_inertia)
+        return M + self.coupling.inertia(self.n_dof) if self.coupling.has_rotor_inertia else M
 
     def bias_torque(self, q, qd) -> np.ndarray:
         """h(q, qd) (N, n): Coriolis, centrifugal, gravity and friction torque at qdd = 0."""
         q, qd = as_states(self.n_dof, q=q, qd=qd)
         h = crba.inverse_dynamics(self.joints, self.inertials, self.gravity, q, qd, np.zeros_like(q))
-        return h + self.friction.torque(qd)
+        h = h + self.friction.torque(qd)
+        return h + self.coupling.torque(qd, None, self.friction.sign_smoothing) if self.coupling else h
 
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
-        """qdd (N, n) = M(q)^-1 (tau - h(q, qd)) for this model (rotor inertia and friction included).
+        """qdd (N, n) = M(q)^-1 (tau - h(q, qd)) for this model (rotor inertia, friction, coupled drives included).
 
         CRBA + RNEA + LU per sample (:func:`robotid_sim.dynamics.crba.forward_dynamics`); the
-        parameters may be physically inconsistent. Raises
+        parameters may be physically inconsistent. Coupled drives with a rotor inertia add a full matrix to M:
+        then M and h are solved with numpy. Raises
         :class:`~robotid_sim.dynamics.crba.SingularMassMatrixError` (a ``DataError`` and a
         ``numpy.linalg.LinAlgError``) where M is exactly singular.
         """
         q, qd, tau = as_states(self.n_dof, q=q, qd=qd, tau=tau)
-        return crba.forward_dynamics(
-            self.joints, self.inertials, self.gravity, q, qd, tau - self.friction.torque(qd), self.rotor_inertia
-        )
+        if self.coupling.has_rotor_inertia:
+            try:
+                return np.linalg.solve(self.mass_matrix(q), (tau - self.bias_torque(q, qd))[..., None])[..., 0]
+            except np.linalg.LinAlgError as exc:
+                raise crba.SingularMassMatrixError(
+                    "Singular matrix: the mass matrix (coupled drives included) is singular at some sample; the "
+                    "inertial parameters are not physically consistent there"
+                ) from exc
+        rhs = tau - self.friction.torque(qd)
+        if self.coupling:
+            rhs = rhs - self.coupling.torque(qd, None, self.friction.sign_smoothing)
+        return crba.forward_dynamics(self.joints, self.inertials, self.gravity, q, qd, rhs, self.rotor_inertia)
 
     # ----------------------------------------------------------------- base parameters
     def base_parameters(self, n_samples: int | None = None, seed: int = 0) -> BaseParameters:
@@ -204,6 +224,7 @@ class Robot(RegressorChain):
             velocity_limit=structure.velocity_limit,
             acceleration_limit=structure.acceleration_limit,
             locked_joints=dict(structure.locked_joints),
+            coupling=structure.coupling,
         )
         return zero.with_parameters(theta)
 
@@ -212,7 +233,7 @@ class Robot(RegressorChain):
         theta = np.asarray(theta, float)
         if theta.shape != (self.n_parameters,):
             raise ModelError(f"theta must have {self.n_parameters} values, got {theta.shape}")
-        blocks = theta.reshape(self.n_dof, self.parameter_block)
+        blocks = theta[: self.n_dof * self.parameter_block].reshape(self.n_dof, self.parameter_block)
         joints = [Joint(**{**j.__dict__, "inertial": blocks[i, :10].copy()}) for i, j in enumerate(self.joints)]
         has_ia = self.rotor_inertia is not None
         friction = self.friction
@@ -231,6 +252,7 @@ class Robot(RegressorChain):
             sidecar=self.sidecar,
             locked_joints=dict(self.locked_joints),
             friction_source=self.friction_source,
+            coupling=self.coupling.with_values(theta[self.n_dof * self.parameter_block :]),
         )
 
 
@@ -331,6 +353,16 @@ def _per_joint_arrays(joints, sc: Sidecar | None, locks: str, where: str):
     return rotor, gear, vel, acc
 
 
+def _robot_coupling(sc: Sidecar | None, n: int, where: str) -> Coupling:
+    """The coupled drives of the sidecar's ``coupling`` (none without), checked against the n joints."""
+    if sc is None or sc.coupling is None:
+        return Coupling()
+    try:
+        return coupling_from_list(sc.coupling, n)
+    except ConfigError as exc:
+        raise ConfigError(f"sidecar field {exc}{where}") from None
+
+
 def robot_from_urdf(
     urdf: str | Path,
     sidecar: str | Path | Sidecar | None = None,
@@ -365,7 +397,8 @@ def robot_from_urdf(
             (see :mod:`robotid_sim.robot.urdf`: the message names the link or joint and the fix),
             or a lock names no moving joint (the message lists them), is not finite or is
             outside the joint's limits.
-        ConfigError: the sidecar is malformed, or a per-joint list has the wrong length.
+        ConfigError: the sidecar is malformed, a per-joint list has the wrong length, or a coupled drive is
+            malformed (a joint out of range or repeated, a negative coefficient, an unknown field).
     """
     parsed = read_urdf(urdf, lock_joints)
     joints, locked = parsed.joints, parsed.locked_joints
@@ -379,6 +412,7 @@ def robot_from_urdf(
 
     friction, source = _robot_friction(parsed, sc, n, locks, where)
     rotor, gear, vel, acc = _per_joint_arrays(joints, sc, locks, where)
+    coupling = _robot_coupling(sc, n, where)
     return Robot(
         name=parsed.name + locked_suffix(locked),
         joints=joints,
@@ -392,4 +426,5 @@ def robot_from_urdf(
         sidecar=sc,
         locked_joints=locked,
         friction_source=source,
+        coupling=coupling,
     )

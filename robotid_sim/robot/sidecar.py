@@ -8,6 +8,10 @@ identification needs (say, just ``friction``). What a field left out means:
 - ``friction``: the URDF's ``<dynamics damping friction>`` tags as a Coulomb + viscous model,
   or no friction without tags (see :func:`~robotid_sim.robot.robot_from_urdf`);
 - ``rotor_inertia``: none (no ``Ia`` parameters);
+- ``coupling``: no coupled drives. Each entry ``{joints: [5, 6], fv: 0.8, fc: 1.6}`` (optionally
+  ``rotor_inertia``) is a motor driving the listed joints (1-based numbers of the URDF's moving joints) through
+  a transmission, with parameters ``Fvm6 Fcm6`` (``Iam6``) after every joint's
+  (:mod:`robotid_sim.dynamics.coupling`); checked when the robot is built (joint range, repeats, signs);
 - ``gear_ratio``: 1;
 - ``limits`` (or one of its ``velocity``, ``acceleration``): velocity limits from the URDF
   ``<limit velocity>`` or :data:`~robotid_sim.robot.model.DEFAULT_VELOCITY_LIMIT`, acceleration
@@ -107,6 +111,9 @@ class Sidecar(BaseModel):
         description="friction model, see robotid_sim.dynamics.friction; default: the URDF's <dynamics> tags or none",
     )
     rotor_inertia: PerJoint | None = Field(default=None, description="Ia per joint (kg·m², link side), or null")
+    coupling: list[dict[str, Any]] | None = Field(
+        default=None, description="coupled drives: [{joints: [5, 6], fv: ..., fc: ..., rotor_inertia: ...}]"
+    )
     gear_ratio: PerJoint = Field(default=1.0, description="per joint; default 1")
     limits: Limits | None = Field(default=None, description="velocity/acceleration limits; default: URDF or 2 and 5")
     torque_measurement: TorqueMeasurement = TorqueMeasurement()
@@ -125,7 +132,9 @@ class Sidecar(BaseModel):
             ``rotor_inertia``, ``gear_ratio``, ``limits``, ``torque_measurement.torque_constant`` and the
             per-joint fields of ``default_excitation``) has lost the locked joints' values. Single numbers and
             lists of another length are left as they are (a list per unlocked joint is already right; a wrong
-            length is reported when the robot is built).
+            length is reported when the robot is built). A coupled drive's joints are renumbered among the
+            joints left moving; a locked joint leaves its drives (it no longer moves), and a drive whose joints
+            are all locked is dropped with a warning.
         """
         if all(keep):
             return self
@@ -145,7 +154,25 @@ class Sidecar(BaseModel):
         )
         if self.default_excitation is not None:
             update["default_excitation"] = _kept_excitation(self.default_excitation, keep)
+        if self.coupling is not None:
+            update["coupling"] = _kept_coupling(self.coupling, keep)
         return self.model_copy(update=update)
+
+
+def _kept_coupling(coupling: list, keep: Sequence[bool]) -> list:
+    """The coupled drives of :meth:`Sidecar.for_joints`: joints renumbered among those ``keep`` marks, locked ones
+    left out (a malformed entry is left as it is, for the robot's build to report)."""
+    number = {j + 1: k + 1 for k, j in enumerate(j for j, kept in enumerate(keep) if kept)}
+    out = []
+    for entry in coupling:
+        joints = entry.get("joints") if isinstance(entry, dict) else None
+        if not isinstance(joints, list) or not all(isinstance(j, int) and 1 <= j <= len(keep) for j in joints):
+            out.append(entry)
+        elif any(j in number for j in joints):
+            out.append({**entry, "joints": [number[j] for j in joints if j in number]})
+        else:
+            log.warning("coupled drive over joints %s left out: every one of its joints is locked", joints)
+    return out
 
 
 def _read_yaml(path: Path, where: str):

@@ -17,7 +17,8 @@ there are some, so a structure without locks (and every file saved before locks 
 its layout and fingerprint, and a model identified on a locked robot refuses a robot with other
 locks or none. Likewise, each joint of a tree (:attr:`~robotid_sim.dynamics.chain.Joint.parent`)
 gets a ``parent`` entry, the name of its parent joint (None for the base); a serial chain's joints
-have none.
+have none. Coupled drives (:mod:`robotid_sim.dynamics.coupling`) are written under ``coupling`` (their joints
+and whether a rotor inertia is modelled, no values) only for a robot that has some.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ import numpy as np
 from robotid_sim._json import jsonable
 from robotid_sim.dynamics.base_parameters import BaseParameters, compute_base_parameters
 from robotid_sim.dynamics.chain import Joint, chain_parents
+from robotid_sim.dynamics.coupling import Coupling, coupling_from_list
 from robotid_sim.dynamics.friction import FrictionModel, friction_from_dict, linear_fields
 from robotid_sim.dynamics.regressor import RegressorChain
-from robotid_sim.errors import ModelError
+from robotid_sim.errors import ConfigError, ModelError
 
 #: version of :meth:`RobotStructure.to_dict`'s layout
 STRUCTURE_VERSION = 1
@@ -63,6 +65,14 @@ def _locks_from(data) -> dict[str, float]:
     if bad:
         raise ModelError(f"'locked_joints': the positions of {bad} are not finite")
     return locks
+
+
+def _coupling_from(data, n: int) -> Coupling:
+    """The coupled drives of :meth:`RobotStructure.to_dict`'s ``coupling`` (values zero); ModelError if malformed."""
+    try:
+        return coupling_from_list(data, n, layout=True)
+    except ConfigError as exc:
+        raise ModelError(f"robot structure: {exc}") from None
 
 
 def _parents_from(joints: list) -> list[int]:
@@ -113,6 +123,8 @@ class RobotStructure(RegressorChain):
         gear_ratio, velocity_limit, acceleration_limit: (n,) as in the sidecar.
         locked_joints: the URDF joints the robot was loaded with fixed, ``{name: position}``
             (empty for none); they are not in ``joints``, their pose is in the origins.
+        coupling: the coupled drives, their values zero (:class:`~robotid_sim.dynamics.coupling.Coupling`;
+            empty for none).
     """
 
     name: str
@@ -125,6 +137,7 @@ class RobotStructure(RegressorChain):
     acceleration_limit: np.ndarray
     locked_joints: dict = field(default_factory=dict)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    coupling: Coupling = Coupling()
 
     @classmethod
     def of(cls, robot) -> RobotStructure:
@@ -140,6 +153,7 @@ class RobotStructure(RegressorChain):
             velocity_limit=np.array(robot.velocity_limit, float),
             acceleration_limit=np.array(robot.acceleration_limit, float),
             locked_joints=dict(getattr(robot, "locked_joints", {})),
+            coupling=robot.coupling.with_values(np.zeros(len(robot.coupling.parameter_names))),
         )
 
     # ----------------------------------------------------------------- description
@@ -195,7 +209,7 @@ class RobotStructure(RegressorChain):
         """Canonical plain data: every float exact (JSON writes the shortest round-trip repr).
 
         ``locked_joints`` is written only for a robot with locked joints, each joint's ``parent`` only for a
-        tree (older files have neither).
+        tree, ``coupling`` only for a robot with coupled drives (older files have none of them).
         """
         locks = {"locked_joints": {k: float(v) for k, v in self.locked_joints.items()}} if self.locked_joints else {}
         names = self.joint_names
@@ -228,6 +242,7 @@ class RobotStructure(RegressorChain):
             "gear_ratio": self.gear_ratio.tolist(),
             "velocity_limit": self.velocity_limit.tolist(),
             "acceleration_limit": self.acceleration_limit.tolist(),
+            **({"coupling": self.coupling.layout()} if self.coupling else {}),
         }
 
     @classmethod
@@ -271,6 +286,7 @@ class RobotStructure(RegressorChain):
                 velocity_limit=np.array(data["velocity_limit"], float),
                 acceleration_limit=np.array(data["acceleration_limit"], float),
                 locked_joints=_locks_from(data.get("locked_joints", {})),
+                coupling=_coupling_from(data.get("coupling", []), len(joints)),
             )
             structure.friction  # noqa: B018 - validates the friction law now
         except (KeyError, TypeError, ValueError) as exc:

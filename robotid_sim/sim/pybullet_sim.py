@@ -58,7 +58,8 @@ Other exactness traps and what this module does about each:
   positions after (:meth:`PyBulletSimulator.check_positions`);
 - no joint friction or rotor inertia in torque mode -> injected: the *measured* motor torque is
   rigid-body torque + rotor inertia term + the robot's friction law (the sidecar's, or the one
-  made from the URDF's ``<dynamics>`` tags), while Bullet only receives the rigid-body part.
+  made from the URDF's ``<dynamics>`` tags) + the coupled drives' torque (``robot.coupling``:
+  their friction on Σ qd and their rotor inertia), while Bullet only receives the rigid-body part.
 
 Two ways to step the arm:
 
@@ -67,7 +68,8 @@ Two ways to step the arm:
   motor torque is that plus ``Ia·qdd_cmd + friction(qd)`` (computed afterwards, batched).
 - :meth:`PyBulletSimulator.step_torque`: any motor torque. The joint acceleration of the arm
   with rotor inertia and friction, qdd = (M + Ia)^-1 (tau - h - friction), is computed from
-  Bullet's own mass matrix and bias, and Bullet receives ``tau - friction - Ia·qdd``.
+  Bullet's own mass matrix and bias, and Bullet receives ``tau - friction - Ia·qdd`` (with coupled
+  drives, their rotor inertia matrix is part of Ia and their friction part of the friction).
 
 :meth:`PyBulletSimulator.track` follows a reference under any controller of
 :mod:`robotid_sim.control` in one loop: an
@@ -400,14 +402,25 @@ class PyBulletSimulator:
         q, qd = self._state_lists()
         return self._step_torque(np.asarray(tau_motor, float), q, qd)[0]
 
+    def step_controlled(self, control) -> tuple[list[float], list[float], list[float], np.ndarray]:
+        """One step under the motor torque ``control(q, qd)`` (n floats) at the state read from Bullet (lists of
+        n floats, a control loop's fast path); returns (q, qd, that torque, the joint acceleration (n,) realised)."""
+        q, qd = self._state_lists()
+        tau = control(q, qd)
+        return q, qd, tau, self._step_torque(np.asarray(tau, float), q, qd)[0]
+
     def _step_torque(self, tau_motor: np.ndarray, q: list[float], qd: list[float]) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`step_torque` at the known state (q, qd); returns (qdd, rigid-body torque Bullet received)."""
         c = self.client
         M = np.array(p.calculateMassMatrix(self.body, q, physicsClientId=c))
         h = np.array(p.calculateInverseDynamics(self.body, q, qd, [0.0] * len(q), physicsClientId=c))
-        rhs = tau_motor - h - self.robot.friction.torque(np.asarray(qd)[None])[0]
-        rotor = self.robot.rotor_inertia
+        robot = self.robot
+        rhs = tau_motor - h - robot.friction.torque(np.asarray(qd)[None])[0]
+        rotor = robot.rotor_inertia
         M_total = M + np.diag(rotor) if rotor is not None else M
+        if robot.coupling:
+            rhs = rhs - robot.coupling.torque(np.asarray(qd)[None], None, robot.friction.sign_smoothing)[0]
+            M_total = M_total + robot.coupling.inertia(robot.n_dof)
         qdd = np.linalg.solve(M_total, rhs)
         tau_rb = M @ qdd + h
         p.setJointMotorControlArray(
@@ -418,11 +431,15 @@ class PyBulletSimulator:
         return qdd, tau_rb
 
     def motor_torque(self, tau_rb: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """Motor torque (N, n) from Bullet's rigid-body torque: + rotor inertia + friction."""
+        """Motor torque (N, n) from Bullet's rigid-body torque: + rotor inertia + friction + coupled drives."""
+        robot = self.robot
         tau = np.asarray(tau_rb, float)
-        if self.robot.rotor_inertia is not None:
-            tau = tau + self.robot.rotor_inertia * qdd
-        return tau + self.robot.friction.torque(qd)
+        if robot.rotor_inertia is not None:
+            tau = tau + robot.rotor_inertia * qdd
+        tau = tau + robot.friction.torque(qd)
+        if robot.coupling:
+            tau = tau + robot.coupling.torque(qd, qdd, robot.friction.sign_smoothing)
+        return tau
 
     # ------------------------------------------------------------------ tracking
     def track(
