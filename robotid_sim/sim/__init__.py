@@ -1,4 +1,4 @@
-"""Simulation: the exact PyBullet backend, noise models, and the Dataset with its file formats.
+"""Simulation: the exact PyBullet backend, BIRDy's closed-loop data, noise models, the Dataset and its file formats.
 
 The names below are imported on first access (PEP 562): ``import robotid_sim.sim`` loads neither
 PyBullet nor SciPy; ``robotid_sim.sim.Dataset`` loads only :mod:`robotid_sim.sim.dataset` and its file
@@ -14,6 +14,13 @@ from typing import TYPE_CHECKING, Any
 from robotid_sim._lazy import lazy_attributes
 
 _LAZY_ATTRIBUTES: dict[str, str] = {
+    "BIRDY_TX40_PID": "robotid_sim.sim.closed_loop_data",
+    "ClosedLoopRecord": "robotid_sim.sim.closed_loop_data",
+    "NOISE_PRESETS": "robotid_sim.sim.closed_loop_data",
+    "NoisePreset": "robotid_sim.sim.closed_loop_data",
+    "PIDLoop": "robotid_sim.sim.closed_loop_data",
+    "birdy_dataset": "robotid_sim.sim.closed_loop_data",
+    "closed_loop_record": "robotid_sim.sim.closed_loop_data",
     "Dataset": "robotid_sim.sim.dataset",
     "Signals": "robotid_sim.sim.dataset",
     "load_dataset": "robotid_sim.sim.dataset",
@@ -26,16 +33,32 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from robotid_sim.sim.closed_loop_data import (
+        BIRDY_TX40_PID,
+        NOISE_PRESETS,
+        ClosedLoopRecord,
+        NoisePreset,
+        PIDLoop,
+        birdy_dataset,
+        closed_loop_record,
+    )
     from robotid_sim.sim.dataset import Dataset, Signals, load_dataset
     from robotid_sim.sim.logs import LogSource, load_log, load_logs, stack_experiments
     from robotid_sim.sim.pybullet_sim import PyBulletSimulator
     from robotid_sim.sim.simulate import simulate
 
 __all__ = [
+    "BIRDY_TX40_PID",
+    "ClosedLoopRecord",
     "Dataset",
     "LogSource",
+    "NOISE_PRESETS",
+    "NoisePreset",
+    "PIDLoop",
     "PyBulletSimulator",
     "Signals",
+    "birdy_dataset",
+    "closed_loop_record",
     "load_dataset",
     "load_log",
     "load_logs",
