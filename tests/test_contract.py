@@ -138,7 +138,7 @@ def test_option_errors_name_the_option_and_the_valid_ones():
     with pytest.raises(
         ConfigError,
         match=r"estimator 'irls': option 'k_sigma': Input should be greater than 0 "
-        r"\(got -1\); valid options: \['threshold', 'k_sigma'",
+        r"\(got -1\); valid options: \['essential', 'essential_threshold', 'threshold', 'k_sigma'",
     ):
         irls.from_options(k_sigma=-1)
     with pytest.raises(ConfigError, match=r"option 'max_iterations': Input should be a valid integer"):
