@@ -41,7 +41,9 @@ The checks (each a function ``check(estimator_class)``, listed by :func:`estimat
     estimator that declares ``biased = True``.
 
 The data is exact: a smooth multi-sine trajectory of a bundled robot (default ``planar3r``)
-with the torque of the true model, no PyBullet run, so the checks take about a second.
+with the torque of the true model, no PyBullet run, so the checks take about a second. An estimator that
+``needs_closed_loop`` (it re-runs the loop the data was recorded in) is fitted on noise-free closed-loop data
+instead (:func:`exact_closed_loop_dataset`: PyBullet in a PID loop, 1 s) and validated on the same multi-sine.
 """
 
 from __future__ import annotations
@@ -126,13 +128,56 @@ def exact_datasets(robot_name: str):
     return robot, out[0], out[1]
 
 
+#: (kp, kd, ki) of every joint's PID in the closed-loop check data (stable at 1 kHz), per robot; others get
+#: :data:`DEFAULT_GAINS`
+CLOSED_LOOP_GAINS = {"planar3r": (400.0, 4.0, 0.0)}
+DEFAULT_GAINS = (400.0, 4.0, 0.0)
+
+
+@functools.lru_cache(maxsize=2)
+def exact_closed_loop_dataset(robot_name: str, duration: float = 1.0):
+    """(robot, dataset): noise-free closed-loop data of a bundled robot, cached per robot and duration.
+
+    BIRDy's loop on PyBullet (:func:`robotid_sim.sim.closed_loop_data.closed_loop_record`) with every joint's
+    PID of :data:`CLOSED_LOOP_GAINS` at 1 kHz with one physics step per control step (a twentieth of the PyBullet
+    steps of BIRDy's 5 kHz loop with four; tx40, whose wrist needs those, runs BIRDy's own loop), along one
+    period of a 5-harmonic Fourier reference of ``duration`` seconds;
+    :func:`~robotid_sim.sim.closed_loop_data.birdy_dataset` with the simulator's exact derivatives, 5 samples
+    trimmed per end, no decimation. Its ``metadata['closed_loop']`` is what closed-loop estimators re-run.
+    """
+    from robotid_sim.robot import load_robot
+    from robotid_sim.sim.closed_loop_data import TX40_ROBOTS, PIDLoop, birdy_dataset, closed_loop_record
+
+    robot = load_robot(robot_name)
+    n = robot.n_dof
+    loop = None
+    if robot_name not in TX40_ROBOTS:
+        kp, kd, ki = CLOSED_LOOP_GAINS.get(robot_name, DEFAULT_GAINS)
+        loop = PIDLoop(
+            kp=np.full(n, kp), kd=np.full(n, kd), ki=np.full(n, ki), control_rate_hz=1000.0, physics_substeps=1
+        )
+    reference = {"type": "fourier", "harmonics": 5, "base_frequency": 1.0 / duration, "periods": 1, "seed": 0}
+    record = closed_loop_record(robot, reference, loop, duration=duration)
+    return robot, birdy_dataset(record, derivatives="exact", trim=5, decimation=1)
+
+
+def check_datasets(cls, robot_name: str):
+    """(robot, identification dataset, validation dataset) of the checks for estimator class ``cls``: the
+    exact multi-sine pair, or for an estimator that ``needs_closed_loop`` the closed-loop data
+    (:func:`exact_closed_loop_dataset`) with the multi-sine validation data."""
+    robot, ds, ds_val = exact_datasets(robot_name)
+    if getattr(cls, "needs_closed_loop", False):
+        robot, ds = exact_closed_loop_dataset(robot_name)
+    return robot, ds, ds_val
+
+
 # ------------------------------------------------------------------------------------ helpers
 def _fail(cls, check: str, why: str) -> EstimatorCheckError:
     return EstimatorCheckError(f"check_estimator({getattr(cls, '__name__', cls)}): '{check}' failed: {why}")
 
 
 def _fit(cls, check: str, robot_name: str, estimator: Estimator | None = None):
-    robot, ds, ds_val = exact_datasets(robot_name)
+    robot, ds, ds_val = check_datasets(cls, robot_name)
     est = estimator if estimator is not None else cls()
     problem = IdentificationProblem(robot.structure(), ds)
     try:
@@ -229,7 +274,7 @@ def check_predictions_have_shape_n_by_dof(cls, robot: str = "planar3r") -> None:
 
 def check_fit_does_not_mutate_the_problem(cls, robot: str = "planar3r") -> None:
     name = "fit_does_not_mutate_the_problem"
-    rob, ds, _ = exact_datasets(robot)
+    rob, ds, _ = check_datasets(cls, robot)
     ds = copy.deepcopy(ds)
     problem = IdentificationProblem(rob.structure(), ds)
     before = {k: np.array(getattr(problem.dataset, k)) for k in ("t", "q", "qd", "qdd", "tau")}

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from robotid_sim.errors import IdentificationError
 from robotid_sim.hookspecs import Registrable
+from robotid_sim.identification.closed_loop_model import closed_loop_of
 from robotid_sim.identification.model import IdentifiedModel
 from robotid_sim.identification.problem import IdentificationProblem
 from robotid_sim.options import Options, option_values, validate_options
@@ -58,12 +59,16 @@ class Estimator(Registrable):
         streams_regressor: True for an estimator that never stacks the base regressor (it fits
             from :meth:`IdentificationProblem.least_squares`, never calls ``base_regressor()``); a
             scenario run's memory budget then counts no stacked regressor for it.
+        needs_closed_loop: True for an estimator that re-runs the loop the data was recorded in (IDIM-IV, DIDIM,
+            CLOE, CLIE: :mod:`robotid_sim.identification.closed_loop_model`); :meth:`fit` refuses data without
+            ``metadata['closed_loop']`` in one line before any work.
     """
 
     name: ClassVar[str] = ""
     Options: ClassVar[type[EstimatorOptions]] = EstimatorOptions
     biased: ClassVar[bool] = False
     streams_regressor: ClassVar[bool] = False
+    needs_closed_loop: ClassVar[bool] = False
 
     def __init__(self, **options):
         validated = validate_options("estimator", self.name, type(self).Options, options)
@@ -99,7 +104,8 @@ class Estimator(Registrable):
     def fit(self, problem: IdentificationProblem) -> IdentifiedModel:
         """Identify a model from ``problem``.
 
-        Validates the options (also against the robot: :meth:`check_structure`), times ``_fit``, stamps
+        Validates the options (also against the robot: :meth:`check_structure`) and, for an estimator that
+        ``needs_closed_loop``, that the data has its closed loop (:func:`closed_loop_of`), times ``_fit``, stamps
         the model with this estimator's name, options as given, ``diagnostics['fit_time_s']`` and
         ``diagnostics['deadband_rows_removed']``, and keeps what the options resolved to as ``resolved_params_``
         (shown by :meth:`get_params`).
@@ -111,6 +117,8 @@ class Estimator(Registrable):
         params = self.given_params()
         type(self).from_options(**params)  # validate options set after construction too
         self.check_structure(problem.structure)
+        if self.needs_closed_loop:
+            closed_loop_of(problem.dataset, f"estimator '{self.name}'", problem.structure)
         t0 = time.perf_counter()
         model = self._fit(problem)
         elapsed = time.perf_counter() - t0
