@@ -13,8 +13,10 @@ standard parameter vector θ (p,) of the robot structure; the data enter through
 - optional prior knowledge: mass ranges per link, and the COM inside a box per link
   (m·lo ≤ m·c ≤ m·hi, linear in θ);
 - an optional regulariser toward a prior parameter set (the CAD values of a URDF): Euclidean
-  ‖θ − θ₀‖², or the geometric (log-det) divergence of Lee et al. 2020,
-  Σ_links −log det(J₀⁻¹ J) + tr(J₀⁻¹ J) − 4.
+  ‖θ − θ₀‖², the geometric (log-det) divergence of Lee et al. 2020,
+  Σ_links −log det(J₀⁻¹ J) + tr(J₀⁻¹ J) − 4, or its constant pullback approximation (the
+  affine-invariant metric of the pseudo-inertias frozen at the prior, Lee, Wensing and Park 2020;
+  BIRDy's third PC-IDIM regulariser), Σ_links ‖L⁻¹ (J − J₀) L⁻ᵀ‖_F² with J₀ = L Lᵀ, a convex quadratic.
 
 The weighted least-squares term Σ w_r (y_r − W_r β)² is taken from the normal equations of the
 streamed solver (:meth:`JointWeightedLeastSquares.normal_equations`): with G = V diag(s) Vᵀ it is
@@ -73,10 +75,11 @@ class PhysicalOptions(EstimatorOptions):
         description="prior COM box per link in its frame, {link number: [[x_min, x_max], [y_min, y_max], "
         "[z_min, z_max]]} in m",
     )
-    regularization: Literal["none", "euclidean", "log_det"] = Field(
+    regularization: Literal["none", "euclidean", "log_det", "constant_pullback"] = Field(
         "none",
         description="pull toward the prior's parameters: 'euclidean' ‖θ − θ₀‖², 'log_det' the geometric "
-        "divergence of the pseudo-inertias (Lee et al. 2020)",
+        "divergence of the pseudo-inertias (Lee et al. 2020), 'constant_pullback' its quadratic approximation "
+        "at the prior, Σ_links ‖L⁻¹ (J − J₀) L⁻ᵀ‖_F² with J₀ = L Lᵀ (Lee, Wensing and Park 2020)",
     )
     regularization_weight: float = Field(
         0.0,
@@ -242,6 +245,11 @@ class ConsistentLeastSquares:
             J0 = pseudo_inertia(self.prior[layout.links])
             for J, J0_k in zip(self._J, J0, strict=True):
                 objective = objective + weight * (-cp.log_det(J) + cp.trace(np.linalg.inv(J0_k) @ J) - 4.0)
+        elif self.prior is not None and options.regularization == "constant_pullback":
+            J0 = pseudo_inertia(self.prior[layout.links])
+            for J, J0_k in zip(self._J, J0, strict=True):
+                L_inv = np.linalg.inv(np.linalg.cholesky(J0_k))  # the prior is consistent: J₀ ≻ 0
+                objective = objective + weight * cp.sum_squares(L_inv @ (J - J0_k) @ L_inv.T)
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
         self.status = ""
 
