@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from robotid_sim import plugins
+from robotid_sim.cli import main
 from robotid_sim.dynamics import crba
 from robotid_sim.errors import ConfigError, DataError, IdentificationError
-from robotid_sim.identification import IdentificationProblem
+from robotid_sim.identification import IdentificationProblem, load_model
 from robotid_sim.identification.closed_loop_model import ClosedLoopSpec, closed_loop_of, simulate_closed_loop
 from robotid_sim.identification.lmi import standard_consistency
 from robotid_sim.robot import load_robot
@@ -165,6 +166,23 @@ def test_the_cli_refuses_cloe_on_an_open_loop_log_with_one_line_and_exit_2(tmp_p
     assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), result.stderr
     assert "estimator 'cloe' needs closed-loop data" in lines[0]
     assert not (tmp_path / "model.json").exists()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz"])
+def test_a_saved_closed_loop_record_identifies_through_the_cli_as_in_memory(tmp_path, monkeypatch, suffix):
+    """Regression: reading a log starts its t at 0 and kept the file's metadata only under 'file_metadata', so a
+    saved birdy_dataset was refused as open-loop data; the log now carries 'closed_loop' with the loop's time
+    at t = 0 ('t_offset_s')."""
+    robot, ds = exact_closed_loop_dataset("planar3r")
+    assert ds.t[0] > 0  # trimmed: the loop's time at the first sample is not 0
+    ds.save(tmp_path / f"log{suffix}")
+    args = ["identify", "--data", f"log{suffix}", "--robot", "planar3r", "--estimator", "idim_iv", "--out", "m.json"]
+    monkeypatch.chdir(tmp_path)  # in this process: numba's threads are running, a fork would not be safe
+    assert main(args) == 0
+    saved = load_model(tmp_path / "m.json")
+    in_memory = plugins.get_estimator("idim_iv")().fit(IdentificationProblem(robot, ds))
+    np.testing.assert_allclose(saved.values, in_memory.values, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(in_memory.values, robot.base_parameters().true_values(), rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,9 @@ class ClosedLoopSpec:
         duration: seconds of closed loop from t = 0.
         sample_rate_hz: the raw record's rate (before any decimation).
         noise: the noise description of the record (``preset``, ``sd_q``, ``sd_tau``), for reports.
+        t_offset: the loop's time (s) at the dataset's t = 0: 0 for a dataset from ``birdy_dataset``, the time of
+            its first kept sample for one saved and read back as a log (which starts t at 0; ``load_log`` writes
+            it as ``metadata['closed_loop']['t_offset_s']``).
     """
 
     controller: Any
@@ -61,6 +64,7 @@ class ClosedLoopSpec:
     duration: float
     sample_rate_hz: float
     noise: dict = field(default_factory=dict)
+    t_offset: float = 0.0
     _references: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -165,8 +169,16 @@ def closed_loop_of(dataset, user: str = "the closed-loop model simulation", stru
             raise DataError(f"{_WHERE}['{key}'] must be a positive number, got {value!r}")
         numbers[key] = float(value)
     noise = loop.get("noise") if isinstance(loop.get("noise"), dict) else {}
+    offset = loop.get("t_offset_s", 0.0)
+    if isinstance(offset, bool) or not isinstance(offset, int | float) or not np.isfinite(offset) or offset < 0:
+        raise DataError(f"{_WHERE}['t_offset_s'] must be a number >= 0 (the loop's time at t = 0), got {offset!r}")
     spec = ClosedLoopSpec(
-        controller, dict(loop["excitation"]), numbers["duration"], numbers["sample_rate_hz"], dict(noise)
+        controller,
+        dict(loop["excitation"]),
+        numbers["duration"],
+        numbers["sample_rate_hz"],
+        dict(noise),
+        t_offset=float(offset),
     )
     if structure is not None:
         spec.trajectory(structure)
@@ -317,7 +329,7 @@ class ClosedLoopSimulation:
         check_uncoupled(problem.structure)
         self.problem = problem
         self.spec = closed_loop_of(problem.dataset, user)
-        self.times = np.asarray(problem.dataset.t, float)
+        self.times = np.asarray(problem.dataset.t, float) + self.spec.t_offset
         self.spec.reference(problem.structure, int(self.spec.steps(self.times)[-1]) + 1)
         self.evaluations = 0
 

@@ -780,6 +780,7 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
     t_file = (columns.t - columns.t[0]) * scale  # integers subtracted exactly: unix_ms, ns clocks
     rows = _trimmed_rows(src, t_file, columns.where)
     t = t_file[rows] - t_file[rows.start]
+    t_file_start = columns.t[0] * scale + t_file[rows.start]  # the file's own time of the new t = 0
     signals = _signed(_si_signals(columns, joints, rows, robot, units), src, robot)
     if src.drives is not None:  # motor currents (and motor-side motion) to joint torque (and motion)
         signals = src.drives.joint_signals(signals)
@@ -797,6 +798,9 @@ def load_log(source: LogSource | Mapping | str | Path, robot, base_dir: str | Pa
         metadata["ignored_columns"] = columns.ignored
     if columns.metadata:
         metadata["file_metadata"] = columns.metadata
+    loop = columns.metadata.get("closed_loop") if isinstance(columns.metadata, dict) else None
+    if isinstance(loop, dict):  # a closed-loop record saved by Dataset.save: its loop time at the new t = 0
+        metadata["closed_loop"] = {**loop, "t_offset_s": float(loop.get("t_offset_s", 0.0)) + float(t_file_start)}
     metadata["experiments"] = [
         {"name": part_name, "start": a, "stop": b, "file": _file_label(src)}
         for part_name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)
