@@ -236,6 +236,13 @@ def cmd_simulate(args) -> int:
 
     simulate_module = importlib.import_module("robotid_sim.sim.simulate")  # the module; rid.simulate is its function
 
+    if args.closed_loop is not None and (args.noise is not None or args.rate is not None):
+        flag = "--noise" if args.noise is not None else "--rate"
+        raise ConfigError(
+            f"{flag} does not apply with --closed-loop: its noise is a BIRDy preset (--closed-loop "
+            "highPositionNoise), its samples are 1 kHz"
+        )
+    args.rate = 200.0 if args.rate is None else args.rate
     dt = simulate_module.DEFAULT_DT
     decimation = round(1.0 / (args.rate * dt))
     if decimation < 1 or abs(decimation * args.rate * dt - 1.0) > 1e-9:
@@ -245,6 +252,10 @@ def cmd_simulate(args) -> int:
     robot = rid.load_robot(args.robot, sidecar=args.sidecar, lock_joints=_lock_joints(args.lock_joint) or None)
     if excitation != "default":
         excitation = simulate_module.resolve_excitation(robot, excitation)
+    if args.closed_loop is not None:
+        return _simulate_closed_loop(args, robot, excitation, out)
+    if args.prefilter:
+        raise ConfigError("--prefilter applies to --closed-loop data (BIRDy's '_f' preprocessing); add --closed-loop")
     chain = simulate_module.resolve_noise(robot, noise)
     chain.check_joints(robot.n_dof)
     with _Bars(_progress()) as bars:
@@ -260,6 +271,28 @@ def cmd_simulate(args) -> int:
         )
     written = ds.save(out)
     _out().print(f"wrote {written} ({ds.n_samples} samples, {ds.n_dof} joints)")
+    return 0
+
+
+def _simulate_closed_loop(args, robot, excitation, out) -> int:
+    """``simulate --closed-loop PRESET``: BIRDy's closed loop on the PyBullet truth, prepared as BIRDy does."""
+    from robotid_sim.sim.closed_loop_data import NOISE_PRESETS, birdy_dataset, closed_loop_record
+
+    preset = args.closed_loop
+    if preset != "none" and preset not in NOISE_PRESETS:
+        raise ConfigError(f"--closed-loop must be one of BIRDy's noise presets ({', '.join(NOISE_PRESETS)}) or 'none'")
+    with _Bars(_progress()) as bars:
+        record = closed_loop_record(
+            robot,
+            excitation,
+            noise=None if preset == "none" else preset,
+            seed=args.seed,
+            duration=10.0 if args.duration is None else args.duration,
+            progress=bars,
+        )
+    ds = birdy_dataset(record, filtered=args.prefilter)
+    written = ds.save(out)
+    _out().print(f"wrote {written} ({ds.n_samples} samples, {ds.n_dof} joints, closed loop, {preset} noise)")
     return 0
 
 
@@ -323,6 +356,8 @@ def cmd_identify(args) -> int:
     if options and len(estimators) > 1:
         raise ConfigError("--options applies to one estimator; give a single --estimator with it")
     study = bool(args.validate)  # held-out data: a whole study in a run folder under --out
+    if args.online and study:
+        raise ConfigError("--online prints the estimate as it converges; it runs no --validate study, drop one")
     out = _model_output(args.out) if args.out is not None and not study else None
     if out is not None and len(estimators) > 1:
         raise ConfigError("--out model.json holds one model; give a single --estimator, or --validate for a study")
@@ -355,6 +390,8 @@ def cmd_identify(args) -> int:
     problem, fitters, notes = prepare_recordings(scenario)
     for note in notes:
         _out().print(f"[dim]{note}[/]")
+    if args.online:
+        return _identify_online(problem, fitters, out)
     for name, estimator in fitters:
         model = estimator.fit(problem)
         table = Table(title=f"{name} on {', '.join(args.data)}")
@@ -366,6 +403,25 @@ def cmd_identify(args) -> int:
         _out().print(table)
         if out is not None:
             _out().print(f"wrote {model.save(out)}")
+    return 0
+
+
+def _identify_online(problem, fitters, out) -> int:
+    """``identify --online``: each estimator consumes the samples one at a time (its ``stream``), the estimate
+    printed at ten points of the stream as it converges (the numbers ``fit`` gives)."""
+    from robotid_sim.identification.online import stream_estimates
+
+    if out is not None:
+        raise ConfigError("--online prints the estimate as it converges and saves no model; drop --out")
+    names = problem.base_parameter_names
+    shown = names if len(names) <= 8 else names[:8]
+    for name, estimator in fitters:
+        estimates = stream_estimates(problem, estimator)
+        first = next(estimates)  # ConfigError before any output for an estimator that does not stream
+        more = "  ..." if shown != names else ""
+        _out().print(f"{name}, online: t (s) " + " ".join(f"{p:>10s}" for p in shown) + more)
+        for t, values in (first, *estimates):
+            _out().print(f"{t:>{len(name) + 14}.3f} " + " ".join(f"{v:10.4g}" for v in values[: len(shown)]))
     return 0
 
 
@@ -815,10 +871,22 @@ def _add_run_and_simulate(add_parser: Callable[..., argparse.ArgumentParser]) ->
     p.add_argument(
         "--rate",
         type=float,
-        default=200.0,
+        default=None,
         help="recording rate in Hz, dividing the 1000 Hz physics rate (default 200)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the noise, a whole number >= 0 (default 0)")
+    p.add_argument(
+        "--closed-loop",
+        metavar="PRESET",
+        help="BIRDy's closed loop instead: the robot's PID (tx40, tx40_coupled) at 5 kHz on the noisy encoder, "
+        "1 kHz samples, BIRDy's preprocessing; PRESET is a BIRDy noise preset (lowPositionNoise, standardNoise, "
+        "highPositionNoise, ...) or 'none'; --duration defaults to 10 s",
+    )
+    p.add_argument(
+        "--prefilter",
+        action="store_true",
+        help="with --closed-loop: the zero-phase 4th-order Butterworth at 50 Hz first (BIRDy's '_f' variants)",
+    )
     p.add_argument(
         "--allow-large",
         action="store_true",
@@ -880,6 +948,12 @@ def _add_identify(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--model", help="with --payload: the arm's saved model (identify --out), identified without it")
     p.add_argument("--name", default="identify", help="study name, used in the run folder's name")
+    p.add_argument(
+        "--online",
+        action="store_true",
+        help="filters (ekf, ukf, cdkf, sr_*, pf): consume the samples one at a time and print the estimate as it "
+        "converges",
+    )
     p.add_argument(
         "--out",
         help="with --validate or --payload: parent folder of the run folder (default ./runs); without: save the "

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import robotid_sim as rid
+from robotid_sim.cli import main
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.sim.closed_loop_data import (
     BIRDY_TX40_PID,
@@ -24,7 +25,7 @@ from robotid_sim.sim.closed_loop_data import (
     birdy_decimation,
     closed_loop_record,
 )
-from robotid_sim.sim.dataset import Signals
+from robotid_sim.sim.dataset import Signals, load_dataset
 from robotid_sim.sim.simulate import resolve_excitation
 
 RATE = 5000.0
@@ -346,3 +347,35 @@ def test_bad_preprocessing_options_are_one_line(kwargs, error, match):
     with pytest.raises(error, match=match) as info:
         birdy_dataset(_synthetic(t, np.sin(t)[:, None]), **kwargs)
     assert "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--robot", "tx40", "--closed-loop", "bogus"], "must be one of BIRDy's noise presets"),
+        (["--robot", "planar3r", "--closed-loop", "none"], "has no default PID loop"),
+        (["--robot", "tx40", "--closed-loop", "none", "--rate", "100"], "--rate does not apply with --closed-loop"),
+        (["--robot", "tx40", "--prefilter"], "--prefilter applies to --closed-loop data"),
+    ],
+)
+def test_simulate_closed_loop_bad_flags_are_one_line_exit_2_and_nothing_written(
+    tmp_path, monkeypatch, capsys, args, words
+):
+    monkeypatch.chdir(tmp_path)
+    assert main(["simulate", *args, "--out", "data.csv"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and words in err[0]
+    assert not (tmp_path / "data.csv").exists()
+
+
+def test_simulate_closed_loop_writes_birdys_data_with_its_loop(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert (
+        main(["simulate", "--robot", "tx40", "--closed-loop", "standardNoise", "--duration", "0.2", "--out", "d.npz"])
+        == 0
+    )
+    ds = load_dataset(tmp_path / "d.npz")
+    loop = ds.metadata["closed_loop"]
+    assert loop["controller"] == BIRDY_TX40_PID.to_dict() and loop["noise"]["preset"] == "standardNoise"
+    assert ds.n_samples == 200 - 2 * 50 and ds.t[0] == pytest.approx(0.05)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -23,6 +23,7 @@ PRESETS: dict[str, dict] = {
         "parameter_noise": 1e-6,
         "annealing_s": 2.0,
         "tempering": 1e4,
+        "noise_floor": 1e-3,
     },
     # seed 004 Eq. 44: x0 = 0.1, P0 all ones, Q = I, R = 10·I, positions and velocities measured
     "seed004": {
@@ -31,6 +32,7 @@ PRESETS: dict[str, dict] = {
         "parameter_noise": 1.0,
         "annealing_s": None,
         "tempering": 0.0,
+        "noise_floor": 1e-4,  # unused: R = 10·I
     },
     # BIRDy: P0_λ = 0.15·diag(|β0| + 1e-3), parameter process noise 1e-6 with annealing
     "birdy": {
@@ -39,8 +41,11 @@ PRESETS: dict[str, dict] = {
         "parameter_noise": 1e-6,
         "annealing_s": 2.0,
         "tempering": 0.0,
+        "noise_floor": 1e-4,
     },
 }
+#: ``converged``: the estimate moved less than SETTLED_CHANGE (relative) over the last SETTLED_FRACTION of the stream
+SETTLED_FRACTION, SETTLED_CHANGE = 0.1, 0.01
 #: λ0 when ``initial_parameters`` is not given (seed 004 Eq. 44)
 DEFAULT_INITIAL_PARAMETER = 0.1
 
@@ -51,7 +56,7 @@ class EKFEstimator(Estimator):
     interval (Eq. 43), built on filterpy's ``ExtendedKalmanFilter`` (Eq. 23–27). The options resolve
     into a process model (:class:`~robotid_sim_plugins.ekf.process.EulerProcessModel`: fx, hx, F, H) and
     a noise schedule (:class:`~robotid_sim_plugins.ekf.noise.NoiseSchedule`: P0, R(t), Q(t)), which
-    :func:`~robotid_sim_plugins.ekf.filter.run_filter` runs over the stream.
+    :meth:`run` runs over the stream.
 
     The measured torque τ_k is the input. The model is the identified one: qdd =
     M(q, λ)⁻¹ (τ − h(q, qd, λ)) from the base regressor (M's columns and h are the regressor at
@@ -67,7 +72,10 @@ class EKFEstimator(Estimator):
     Presets (``preset``; any option given explicitly overrides the preset's value):
 
     - ``auto``: measurement noise estimated from the data (third differences, robust), with a
-      floor of ``noise_floor`` times each signal's spread for the Euler step's own error; torque
+      floor of ``noise_floor`` (1e-3; birdy's 1e-4) times each signal's spread for the Euler step's own error
+      (below it, on exact data, the filter is chaotic: on seed 004's noise-free PRRRP record a
+      floor of 1e-4 ended within 3e-5 of the truth or, from a λ0 changed by 1e-9, in a singular
+      mass matrix at 4.5 s; at 1e-3 it ends within 0.11 % either way); torque
       noise mapped through M⁻¹ into the velocity process noise and the acceleration
       measurement; parameter prior λ0 = 0.1 with std 1; a tempered start (R inflated by
       1 + tempering·e^(−t/warmup_s), so the first steps, linearised far from the parameters,
@@ -85,13 +93,23 @@ class EKFEstimator(Estimator):
     see it, so it biases the estimate like errors in variables (about (σ_τ/(M·rms qdd))² in
     relative terms); measurement noise on q, qd, qdd does not.
 
-    The covariance is symmetrised after every step and checked positive definite (Cholesky);
-    the run stops with an error if it is not. Result: the final λ with the filter's parameter
+    Engine (``engine``): ``auto`` runs the step compiled (numba, cached on disk:
+    :mod:`~robotid_sim_plugins.ekf.ekf_kernel`, the loop over samples too) where the robot's chain
+    compiles, otherwise and with ``filterpy`` filterpy's filter in a Python loop; the same numbers
+    to rounding (on well-conditioned data; on exact data both can part where the filter is
+    sensitive to rounding). ``stream(problem)`` gives the same filter for streaming use, one
+    ``update(t, q, qd, qdd, tau)`` per sample (``robotid-sim identify --online``).
+
+    The covariance is symmetrised after every step and checked positive definite (filterpy path:
+    Cholesky after every update; compiled: its diagonal after every update, Cholesky at the 200
+    eigenvalue checks); the run stops with an error if it is not. Result: the final λ with the filter's parameter
     covariance; the history holds λ and its standard deviation over time.
 
     Diagnostics: ``condition_number`` (of the base regressor on the data), ``preset``,
     ``measurements``, ``noise_std`` (the R used, per signal), ``covariance_min_eigenvalue``
     (smallest eigenvalue of P at 200 evenly spaced steps and the last), ``seconds_per_step``,
+    ``iterations`` (samples), ``model_evaluations`` (the regressor evaluations: 3n + 2 per sample),
+    ``converged`` (the estimate moved less than 1 % over the last 10 % of the stream), ``compiled``,
     ``resolved_options`` (every option with the value that ran, presets resolved: see
     :meth:`resolved_options`).
 
@@ -119,10 +137,19 @@ class EKFEstimator(Estimator):
         annealing_s: float | None = Field(None, gt=0, description="parameter process noise decays as e^(-t/this)")
         tempering: float | None = Field(None, ge=0, description="R inflated by 1 + tempering·e^(-t/warmup_s)")
         warmup_s: float = Field(2.0, gt=0, description="time constant of the tempered start (s)")
-        noise_floor: float = Field(
-            1e-4, ge=0, lt=1, description="floor of each measurement noise std, relative to the signal's spread"
+        noise_floor: float | None = Field(
+            None,
+            ge=0,
+            lt=1,
+            description="floor of each measurement noise std, relative to the signal's spread (auto: 1e-3, birdy: "
+            "1e-4)",
         )
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
+        engine: Literal["auto", "filterpy"] = Field(
+            "auto",
+            description="auto: the compiled step where the robot's chain compiles (the same numbers); filterpy: "
+            "filterpy's ExtendedKalmanFilter in a Python loop (any model)",
+        )
 
         @model_validator(mode="after")
         def _seed_fixes_p0(self):
@@ -133,10 +160,17 @@ class EKFEstimator(Estimator):
                 )
             return self
 
+    #: what this filter's ``auto`` preset sets unlike the EKF's (the sigma-point filters' tighter prior)
+    auto_overrides: ClassVar[dict] = {}
+
     def preset_value(self, key: str):
         """The value of option ``key`` that runs: the one given, else the preset's."""
         value = getattr(self, key)
-        return PRESETS[self.preset][key] if value is None else value
+        if value is not None:
+            return value
+        return (
+            self.auto_overrides.get(key, PRESETS["auto"][key]) if self.preset == "auto" else PRESETS[self.preset][key]
+        )
 
     def _initial_parameters(self, names: list[str]) -> np.ndarray:
         b = len(names)
@@ -161,7 +195,7 @@ class EKFEstimator(Estimator):
         parameter_std = self.preset_value("parameter_std")
         p_lam = 0.15 * (np.abs(lam0) + 1e-3) if self.preset == "birdy" and parameter_std is None else parameter_std**2
         variance = np.broadcast_to(p_lam, lam0.shape)
-        return NoiseSchedule.from_data(signals, self.noise_floor, variance, *noise, self.warmup_s)
+        return NoiseSchedule.from_data(signals, self.preset_value("noise_floor"), variance, *noise, self.warmup_s)
 
     def resolved_options(self, process: EulerProcessModel, schedule: NoiseSchedule, lam0: np.ndarray) -> dict:
         """Every option with the value that ran (``diagnostics['resolved_options']`` of the fitted model).
@@ -181,9 +215,10 @@ class EKFEstimator(Estimator):
             "annealing_s": None if schedule.annealing_s is None else float(schedule.annealing_s),
             "tempering": float(schedule.tempering),
             "warmup_s": self.warmup_s,
-            "noise_floor": self.noise_floor,
+            "noise_floor": self.preset_value("noise_floor"),
             "check_excitation": self.check_excitation,
-        }
+            "engine": self.engine,
+        } | {k: getattr(self, k) for k in type(self).Options.model_fields if k not in EKFEstimator.Options.model_fields}
 
     def resolved_params(self, model) -> dict:
         """The preset options as they ran (from ``model.diagnostics['resolved_options']``), as option values.
@@ -192,27 +227,62 @@ class EKFEstimator(Estimator):
         birdy's prior std differs per parameter (it is in the diagnostics).
         """
         ran = model.diagnostics["resolved_options"]
-        resolved = {k: ran[k] for k in ("measurements", "initial_parameters", "parameter_noise", "tempering")}
+        keys = ("measurements", "initial_parameters", "parameter_noise", "tempering", "noise_floor")
+        resolved = {k: ran[k] for k in keys}
         if self.preset != "seed004" and len(set(ran["parameter_std"])) == 1:
             resolved["parameter_std"] = ran["parameter_std"][0]
         if ran["annealing_s"] is not None:
             resolved["annealing_s"] = ran["annealing_s"]
         return resolved
 
-    def _fit(self, problem) -> BaseParameterModel:
-        from robotid_sim_plugins.ekf.filter import run_filter  # filterpy and scipy: on first use
+    def setup(self, problem) -> tuple[EulerProcessModel, NoiseSchedule, np.ndarray, dict, np.ndarray, set]:
+        """What a run on ``problem`` needs: (process model, noise schedule, λ0, the signals {"q", "qd", "qdd",
+        "tau": (N, n)}, sample times (N,), the first sample of each recording). The process model carries the
+        compiled chain where ``engine`` is auto and the chain compiles."""
+        from robotid_sim_plugins.ekf.compiled import CompiledChain  # numba kernels: on first use
 
+        ds = problem.dataset
+        signals = {k: np.asarray(getattr(ds, k), float) for k in (*SIGNALS, "tau")}
+        lam0 = self._initial_parameters(problem.base_parameter_names)
+        chain = CompiledChain.from_problem(problem) if self.engine == "auto" else None
+        measurements = self.preset_value("measurements")
+        process = EulerProcessModel(
+            problem.base.regressor, problem.n_dof, problem.base.count, float(ds.dt), measurements, chain
+        )
+        starts = {sl.start for _, sl in problem.experiments}
+        return process, self.noise_schedule(signals, lam0), lam0, signals, np.asarray(ds.t, float), starts
+
+    def stream(self, problem):
+        """A streaming run on ``problem``'s model and noise: an object whose ``update(t, q, qd, qdd, tau,
+        restart=False)`` consumes one sample and returns the estimate λ (b,); over the recorded samples it gives
+        ``fit``'s numbers. The noise schedule is resolved from ``problem``'s data (a calibration record)."""
+        from robotid_sim_plugins.ekf.filter import CompiledEKF  # numba kernels: on first use
+        from robotid_sim_plugins.ekf.stream import PythonEKF  # filterpy and scipy: on first use
+
+        process, schedule, lam0, *_ = self.setup(problem)
+        if process.chain is None:
+            return PythonEKF(process, schedule, lam0)
+        return CompiledEKF(process.chain, process, schedule, lam0)
+
+    def run(self, process: EulerProcessModel, schedule: NoiseSchedule, signals, t, starts, lam0):
+        """The :class:`~robotid_sim_plugins.ekf.filter.FilterRun` of the filter over the stream."""
+        from robotid_sim_plugins.ekf.filter import run_compiled  # numba kernels: on first use
+        from robotid_sim_plugins.ekf.stream import PythonEKF, run_stream  # filterpy and scipy: on first use
+
+        if process.chain is None:
+            return run_stream(PythonEKF(process, schedule, lam0), signals, t, starts)
+        return run_compiled(process.chain, process, schedule, signals, t, starts, lam0)
+
+    def evaluations_per_sample(self, process: EulerProcessModel) -> int:
+        """States at which one sample evaluates the model: the EKF's 3n + 2 regressor evaluations."""
+        return 3 * process.n + 2
+
+    def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
         with one_blas_thread():  # (2n + b)-sized products: BLAS threads only add overhead
-            ds = problem.dataset
-            signals = {k: np.asarray(getattr(ds, k), float) for k in (*SIGNALS, "tau")}
-            t, dt = np.asarray(ds.t, float), float(ds.dt)
-            lam0 = self._initial_parameters(problem.base_parameter_names)
-            process = EulerProcessModel(
-                problem.base.regressor, problem.n_dof, problem.base.count, dt, self.preset_value("measurements")
-            )
-            schedule = self.noise_schedule(signals, lam0)
-            run = run_filter(process, schedule, signals, t, {sl.start for _, sl in problem.experiments}, lam0)
+            process, schedule, lam0, signals, t, starts = self.setup(problem)
+            run = self.run(process, schedule, signals, t, starts, lam0)
+        dt = process.dt
         history = stream_history(problem, run.history, run.recorded_at, t, dt, std=run.history_std)
         diagnostics = {
             "condition_number": cond,
@@ -221,9 +291,22 @@ class EKFEstimator(Estimator):
             "noise_std": schedule.noise_std_by_signal(),
             "covariance_min_eigenvalue": min(run.min_eigenvalues),
             "seconds_per_step": run.seconds_per_step,
+            "iterations": int(t.shape[0]),
+            "model_evaluations": int(t.shape[0]) * self.evaluations_per_sample(process),
+            "converged": converged(run.history),
+            "compiled": process.chain is not None,
             "resolved_options": self.resolved_options(process, schedule, lam0),
             **problem.diagnostics(),
         }
         return BaseParameterModel.from_problem(
             problem, run.parameters, run.covariance, history=history, diagnostics=diagnostics
         )
+
+
+def converged(history: np.ndarray) -> bool:
+    """Whether the estimate settled: over the last :data:`SETTLED_FRACTION` of the recorded history (K, b) it moved
+    less than :data:`SETTLED_CHANGE` relative to its norm."""
+    last = history[-1]
+    before = history[min(len(history) - 1, int((1.0 - SETTLED_FRACTION) * len(history)))]
+    scale = np.linalg.norm(last)
+    return bool(np.all(np.isfinite(last)) and np.linalg.norm(last - before) <= SETTLED_CHANGE * max(scale, 1e-300))

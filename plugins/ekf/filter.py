@@ -1,6 +1,8 @@
-"""The EKF's loop: filterpy's ``ExtendedKalmanFilter`` over the stream, one update and one predict per sample.
+"""The EKF's runs: filterpy's ``ExtendedKalmanFilter`` for the process model (:class:`EulerEKF`, stepped by
+:class:`~robotid_sim_plugins.ekf.stream.PythonEKF`), the compiled step (:class:`CompiledEKF`,
+:func:`run_compiled`), and what a run of any filter records (:class:`Trace`, :class:`FilterRun`).
 
-Imported when an ``ekf`` fit starts (filterpy and scipy are not needed before). Symbols as in
+Imported when a fit starts (filterpy and scipy are not needed before). Symbols as in
 :mod:`robotid_sim_plugins.ekf.process`.
 """
 
@@ -12,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 from filterpy.kalman import ExtendedKalmanFilter
 from robotid_sim_plugins.ekf.noise import NoiseSchedule
-from robotid_sim_plugins.ekf.process import EulerProcessModel, SingularMassMatrix
+from robotid_sim_plugins.ekf.process import EulerProcessModel
 
 from robotid_sim.errors import IdentificationError
 from robotid_sim.identification.online import history_stride
 
-#: the covariance's smallest eigenvalue is computed at this many evenly spaced steps (Cholesky checks every step)
+#: the covariance's smallest eigenvalue is computed at this many evenly spaced steps
 EIGEN_CHECKS = 200
 
 
@@ -56,7 +58,7 @@ class FilterRun:
     seconds_per_step: float
 
 
-class _Trace:
+class Trace:
     """Records λ and its std every ``stride`` samples and P's smallest eigenvalue every ``check_every``."""
 
     def __init__(self, samples: int, b: int):
@@ -65,7 +67,12 @@ class _Trace:
         self.check_every = max(1, samples // EIGEN_CHECKS)
         self.values, self.std, self.at, self.eigen = [], [], [], []
 
+    def due(self, k: int) -> bool:
+        """Whether sample k is recorded (then :meth:`record` wants the covariance)."""
+        return k % self.stride == 0 or k % self.check_every == 0 or k == self.last
+
     def record(self, k: int, x: np.ndarray, P: np.ndarray) -> None:
+        """Record sample k's state x (d,) and covariance P (d, d) where due."""
         b = self.b
         if k % self.stride == 0 or k == self.last:
             self.values.append(x[-b:].copy())
@@ -75,89 +82,92 @@ class _Trace:
             self.eigen.append(float(np.linalg.eigvalsh(P)[0]))
 
 
-def _restart(kf: EulerEKF, schedule: NoiseSchedule, k: int, q0, qd0, lam0) -> None:
-    """A new recording at sample k: the states restart from its first measurement (q0, qd0 (n,)), with P0's
-    blocks; λ and its covariance carry on (from ``lam0`` (b,) and P0 at k = 0)."""
-    n2 = q0.shape[0] * 2
-    lam = lam0 if k == 0 else kf.x[n2:, 0]
-    kf.x = np.concatenate([q0, qd0, lam])[:, None]
-    P = schedule.initial_covariance.copy()
-    if k:  # λ and its covariance carry on
-        P[n2:, n2:] = kf.P[n2:, n2:]
-    kf.P = P
+def diverged(name: str, t: float, k: int) -> IdentificationError:
+    """The error of filter ``name`` whose state covariance lost positive definiteness at sample k, time t."""
+    return IdentificationError(
+        f"estimator '{name}': the state covariance lost positive definiteness at t = {t:.4g} s "
+        f"(sample {k}): the filter diverged. Try preset 'auto', a smaller 'parameter_std' or better "
+        "'initial_parameters'"
+    )
 
 
-def _check_positive_definite(P: np.ndarray, t: float, k: int) -> None:
-    try:
-        np.linalg.cholesky(P)
-    except np.linalg.LinAlgError:
-        raise IdentificationError(
-            f"estimator 'ekf': the state covariance lost positive definiteness at t = {t:.4g} s "
-            f"(sample {k}): the filter diverged. Try preset 'auto', a smaller 'parameter_std' or better "
-            "'initial_parameters'"
-        ) from None
+def singular(name: str, t: float, k: int) -> IdentificationError:
+    """The error of filter ``name`` whose estimate has a singular mass matrix at sample k, time t."""
+    return IdentificationError(
+        f"estimator '{name}': the mass matrix of the estimate is singular at t = {t:.4g} s (sample {k}); "
+        "the filter left the physical parameters. Start from better 'initial_parameters' (e.g. CAD "
+        "values) or use preset 'auto' with a larger 'tempering'"
+    )
 
 
-def _linearize(process: EulerProcessModel, x: np.ndarray, tau: np.ndarray, t: float, k: int):
-    try:
-        return process.linearize(x, tau)
-    except SingularMassMatrix:
-        raise IdentificationError(
-            f"estimator 'ekf': the mass matrix of the estimate is singular at t = {t:.4g} s (sample {k}); "
-            "the filter left the physical parameters. Start from better 'initial_parameters' (e.g. CAD "
-            "values) or use preset 'auto' with a larger 'tempering'"
-        ) from None
-
-
-def run_filter(
-    process: EulerProcessModel, schedule: NoiseSchedule, signals: dict, t: np.ndarray, starts: set, lam0: np.ndarray
-) -> FilterRun:
-    """One pass over the stream in time order: per sample k, update with z_k (Eq. 25–27), then predict to k + 1
-    with τ_k (Eq. 23–24, 43), the dynamics linearised at the prior; P is symmetrised after each.
+class CompiledEKF:
+    """The EKF's compiled step (:mod:`~robotid_sim_plugins.ekf.ekf_kernel`) for a streaming run: one
+    :meth:`update` per sample, the numbers of :func:`run_compiled` (which runs the same step in one compiled loop).
 
     Args:
-        process: the process and measurement model.
+        chain: the :class:`~robotid_sim_plugins.ekf.compiled.CompiledChain`.
+        process: the process model (its measured rows and Δt).
         schedule: the noise schedule.
-        signals: {"q", "qd", "qdd", "tau": (N, n)} the recorded signals.
-        t: (N,) sample times (s).
-        starts: the first sample of each recording (the states restart there, λ carries on).
         lam0: (b,) the initial parameters λ0.
-
-    Raises:
-        IdentificationError: the mass matrix became singular or P lost positive definiteness.
     """
-    kf, N, dt = EulerEKF(process), t.shape[0], process.dt
-    z = process.measurement(signals["q"], signals["qd"], signals["qdd"])
-    trace = _Trace(N, lam0.shape[0])
+
+    def __init__(self, chain, process: EulerProcessModel, schedule: NoiseSchedule, lam0: np.ndarray):
+        from robotid_sim_plugins.ekf.ekf_kernel import EKFState
+
+        self.chain, self.process = chain, process
+        self.noise = schedule.kernel_noise(process.rows, process.dt, lam0)
+        self.state = EKFState(process.n, process.dim_x)
+        self.samples = 0
+
+    def update(self, t: float, q, qd, qdd, tau, restart: bool = False) -> np.ndarray:
+        """Consume one sample (t (s), q, qd, qdd, τ (n,) each; ``restart``: it starts a new recording, the first
+        sample always does) and return the estimate λ (b,).
+
+        Raises:
+            IdentificationError: the mass matrix became singular or P lost positive definiteness.
+        """
+        from robotid_sim_plugins.ekf.ekf_kernel import OK, SINGULAR, ekf_sample
+
+        q, qd, qdd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, qdd, tau))
+        z = np.ascontiguousarray(self.process.measurement(q[None], qd[None], qdd[None])[0])
+        restart = restart or self.samples == 0
+        code = ekf_sample(self.chain.arrays, *self.state.arrays, q, qd, z, tau, float(t), restart, self.noise)
+        if code != OK:
+            raise (singular if code == SINGULAR else diverged)("ekf", t - self.state.t[1], self.samples)
+        self.samples += 1
+        return self.state.x[2 * self.process.n :].copy()
+
+
+def run_compiled(
+    chain, process: EulerProcessModel, schedule: NoiseSchedule, signals: dict, t: np.ndarray, starts: set, lam0
+) -> FilterRun:
+    """The EKF over the stream on the compiled step (:class:`CompiledEKF`), the loop over samples compiled too:
+    the numbers of :class:`~robotid_sim_plugins.ekf.stream.PythonEKF` (filterpy's filter) to rounding."""
+    from robotid_sim_plugins.ekf.ekf_kernel import OK, SINGULAR, ekf_run
+
+    stream = CompiledEKF(chain, process, schedule, lam0)
+    N, b = t.shape[0], lam0.shape[0]
+    trace = Trace(N, b)
+    records, checks = _count(N, trace.stride), _count(N, trace.check_every)
+    hist, hist_std = np.empty((records, b)), np.empty((records, b))
+    at = np.empty(records, dtype=np.int64)
+    eigen = np.empty(checks)
+    z = np.ascontiguousarray(process.measurement(signals["q"], signals["qd"], signals["qdd"]))
+    first = np.zeros(N, dtype=np.bool_)
+    first[sorted(starts)] = True
+    q, qd, tau = (np.ascontiguousarray(signals[k], dtype=float) for k in ("q", "qd", "tau"))
     t0 = time.perf_counter()
-    previous_qdd = None
-    for k in range(N):
-        if k in starts:  # a new recording
-            _restart(kf, schedule, k, signals["q"][k], signals["qd"][k], lam0)
-            previous_qdd = None
-        lin = _linearize(process, kf.x[:, 0].copy(), signals["tau"][k], t[k], k)
-        tau_noise = schedule.torque_noise(lin.mass_matrix_inverse)
-        R = schedule.measurement_noise(tau_noise, t[k] - t[0])[np.ix_(process.rows, process.rows)]
-        H, hx = process.H_jacobian(lin), process.hx(lin)
-        kf.update(z[k][:, None], lambda _x, H=H: H, lambda _x, hx=hx: hx, R=R)
-        kf.P = 0.5 * (kf.P + kf.P.T)
-        if k > 0:
-            _check_positive_definite(kf.P, t[k], k)
-        trace.record(k, kf.x[:, 0], kf.P)
-        if k == N - 1 or (k + 1) in starts:
-            continue
-        kf.F = process.F_jacobian(lin)
-        kf.Q = schedule.process_noise(lin.qdd, previous_qdd, tau_noise, t[k] - t[0], dt)
-        previous_qdd = lin.qdd
-        kf.predict(lin.acceleration_at(kf.x[:, 0]))
-        kf.P = 0.5 * (kf.P + kf.P.T)
-    b = lam0.shape[0]
-    return FilterRun(
-        np.array(trace.values[-1]),
-        np.array(kf.P[-b:, -b:]),
-        np.array(trace.values),
-        np.array(trace.std),
-        np.array(trace.at),
-        trace.eigen,
-        (time.perf_counter() - t0) / N,
-    )
+    code, k = ekf_run(
+        chain.arrays, stream.state.arrays, q, qd, z, tau, np.ascontiguousarray(t, dtype=float), first,
+        stream.noise, trace.stride, trace.check_every, hist, hist_std, at, eigen,
+    )  # fmt: skip
+    seconds = (time.perf_counter() - t0) / N
+    if code != OK:
+        raise (singular if code == SINGULAR else diverged)("ekf", t[k] - t[0], k)
+    x, P = stream.state.x, stream.state.P
+    return FilterRun(x[-b:].copy(), P[-b:, -b:].copy(), hist, hist_std, at, eigen.tolist(), seconds)
+
+
+def _count(N: int, every: int) -> int:
+    """Records of a trace every ``every`` samples and at the last one, over N samples."""
+    return len(range(0, N, every)) + (0 if (N - 1) % every == 0 else 1)

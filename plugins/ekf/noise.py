@@ -128,6 +128,25 @@ class NoiseSchedule:
         Q[2 * n :, 2 * n :] = np.eye(dim - 2 * n) * (self.parameter_noise * decay)
         return Q
 
+    def kernel_noise(self, rows: np.ndarray, dt: float, lam0: np.ndarray) -> tuple:
+        """The schedule as the compiled step's ``noise`` tuple (:mod:`~robotid_sim_plugins.ekf.ekf_kernel`) for
+        the measured ``rows`` (m,) of [q, qd, qdd], the sample interval ``dt`` and λ0 (b,)."""
+        s = self.measurement_std
+        return (
+            np.concatenate([s["q"] ** 2, s["qd"] ** 2, s["qdd"] ** 2]),
+            self.torque_std**2,
+            float(self.tempering),
+            float(self.warmup_s),
+            bool(self.unit_state_noise),
+            1e-6 * np.concatenate([s["q"] ** 2, s["qd"] ** 2]),
+            float(self.parameter_noise),
+            math.inf if self.annealing_s is None else float(self.annealing_s),
+            float(dt),
+            np.ascontiguousarray(rows, dtype=np.int64),
+            np.ascontiguousarray(self.initial_covariance, dtype=float),
+            np.ascontiguousarray(lam0, dtype=float),
+        )
+
     def noise_std_by_signal(self) -> dict[str, list[float]]:
         """σ of each measured signal and of the torque, as plain JSON-able data: {"q", "qd", "qdd", "tau": [n]}."""
         return {s: self.measurement_std[s].tolist() for s in SIGNALS} | {"tau": self.torque_std.tolist()}

@@ -60,10 +60,12 @@ class EulerProcessModel:
         b: base parameters.
         dt: the sample interval Δt (s).
         measurements: the measured signals, a subset of :data:`SIGNALS`.
+        chain: the model compiled (:class:`~robotid_sim_plugins.ekf.compiled.CompiledChain`), for
+            :meth:`forward_many`; None: one Python evaluation per state.
     """
 
-    def __init__(self, regressor: Callable, n: int, b: int, dt: float, measurements: Sequence[str]):
-        self.regressor, self.n, self.b, self.dt = regressor, n, b, dt
+    def __init__(self, regressor: Callable, n: int, b: int, dt: float, measurements: Sequence[str], chain=None) -> None:
+        self.regressor, self.n, self.b, self.dt, self.chain = regressor, n, b, dt, chain
         self.dim_x = 2 * n + b
         self.measurements = [s for s in SIGNALS if s in measurements]
         #: (m,) rows of [q, qd, qdd] that are measured
@@ -95,6 +97,58 @@ class EulerProcessModel:
             raise SingularMassMatrix
         return Minv @ (tau - h), Minv
 
+    def forward_many(self, X: np.ndarray, tau: np.ndarray, singular_nan: bool = False) -> np.ndarray:
+        """(S, n) the forward dynamics of S states X (S, d) (sigma points, particles) with torques τ (n,) or (S, n);
+        with ``singular_nan`` NaN rows where M(q, λ) is singular.
+
+        Raises:
+            SingularMassMatrix: M(q, λ) is singular at one of them (without ``singular_nan``).
+        """
+        tau = np.ascontiguousarray(np.broadcast_to(tau, (X.shape[0], self.n)), dtype=float)
+        ok = np.ones(X.shape[0], dtype=np.bool_)
+        qdd = np.empty((X.shape[0], self.n))
+        if self.chain is None:
+            for s, (x, u) in enumerate(zip(X, tau, strict=True)):
+                try:
+                    qdd[s] = self.forward_dynamics(x, u)[0]
+                except SingularMassMatrix:
+                    ok[s] = False
+        else:
+            from robotid_sim_plugins.ekf.compiled import forward_batch
+
+            forward_batch(self.chain.arrays, np.ascontiguousarray(X), tau, qdd, ok)
+        ok &= np.isfinite(qdd).all(axis=1)
+        if not ok.all():
+            if not singular_nan:
+                raise SingularMassMatrix
+            qdd[~ok] = np.nan
+        return qdd
+
+    def mean_dynamics(self, X: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(qdd (S, n), qdd of X[0] (n,), M⁻¹ at X[0] (n, n)) of S states X (S, d) with torque τ (n,), in one
+        :meth:`forward_many` call: M⁻¹'s columns are the change of X[0]'s qdd under unit torque steps (qdd is
+        affine in τ).
+
+        Raises:
+            SingularMassMatrix: M(q, λ) is singular at one of them.
+        """
+        n = self.n
+        taus = np.vstack([np.broadcast_to(tau, X.shape[:1] + (n,)), tau + np.eye(n)])
+        qdd = self.forward_many(np.vstack([X, np.broadcast_to(X[0], (n, X.shape[1]))]), taus)
+        return qdd[:-n], qdd[0], (qdd[-n:] - qdd[0]).T
+
+    def step_many(self, X: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """(S, d) the Euler step x + Δt·[qd, qdd, 0] (Eq. 43) of S states X (S, d) with their accelerations (S, n)."""
+        n, out = self.n, X.copy()
+        out[:, :n] += self.dt * X[:, n : 2 * n]
+        out[:, n : 2 * n] += self.dt * qdd
+        return out
+
+    def measure_many(self, X: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """(S, m) the predicted measurements of S states X (S, d) with their accelerations qdd (S, n)."""
+        n = self.n
+        return np.concatenate([X[:, : 2 * n], qdd], axis=1)[:, self.rows]
+
     def acceleration_jacobian(self, x: np.ndarray, qdd: np.ndarray, Minv: np.ndarray) -> np.ndarray:
         """(n, d) A = ∂qdd/∂x = −M⁻¹ [∂τ/∂q, ∂τ/∂qd, Y(q, qd, qdd)] at state x (d,) (Eq. 28–29).
 
@@ -120,6 +174,14 @@ class EulerProcessModel:
         Raises:
             SingularMassMatrix: M(q, λ) is singular at x.
         """
+        if self.chain is not None:  # the same numbers, compiled
+            from robotid_sim_plugins.ekf.compiled import linearize
+
+            n, d = self.n, self.dim_x
+            qdd, Minv, A = np.empty(n), np.empty((n, n)), np.empty((n, d))
+            if not linearize(self.chain.arrays, np.ascontiguousarray(x), np.ascontiguousarray(tau), qdd, Minv, A):
+                raise SingularMassMatrix
+            return Linearization(x, qdd, A, Minv)
         qdd, Minv = self.forward_dynamics(x, tau)
         return Linearization(x, qdd, self.acceleration_jacobian(x, qdd, Minv), Minv)
 

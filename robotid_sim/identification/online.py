@@ -1,4 +1,4 @@
-"""What the online estimators (seed 004: Adaline, Hopfield network, EKF) share.
+"""What the online estimators (seed 004: Adaline, Hopfield network, EKF; the filters of the EKF family) share.
 
 They consume the samples in time order, as a controller would receive them, and keep how the
 parameters evolved (:class:`~robotid_sim.identification.History`, time in seconds of the
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
-from robotid_sim.errors import IdentificationError
+from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.identification.estimator import EstimatorOptions
 from robotid_sim.identification.metrics import robust_std
 from robotid_sim.identification.model import History
@@ -128,3 +128,30 @@ def noise_std(x: np.ndarray) -> np.ndarray:
             f"estimating the measurement noise needs at least 8 samples, got {x.shape[0]}; record a longer run"
         )
     return robust_std(np.diff(x, 3, axis=0), axis=0) / np.sqrt(20.0)
+
+
+def stream_estimates(problem, estimator, reports: int = 10):
+    """Feed ``problem``'s samples one at a time, in time order, to the streaming run ``estimator.stream(problem)``
+    (the filters of the ``ekf`` family: its ``update(t, q, qd, qdd, tau, restart)`` consumes a sample and
+    returns the estimate) and yield ``(t, λ (b,))`` at ``reports`` evenly spaced samples and the last: the estimate
+    as it converges, the numbers of ``fit``. The states restart at each recording's first sample.
+
+    Raises:
+        ConfigError: the estimator has no streaming run.
+    """
+    stream = getattr(estimator, "stream", None)
+    if stream is None:
+        raise ConfigError(
+            f"estimator '{estimator.name}' does not run online (sample by sample); the filters do: ekf, ukf, cdkf, "
+            "sr_ukf, sr_cdkf, sr_ekf, pf"
+        )
+    run = stream(problem)
+    ds = problem.dataset
+    t, q, qd, qdd, tau = (np.asarray(getattr(ds, k), float) for k in ("t", "q", "qd", "qdd", "tau"))
+    starts = {sl.start for _, sl in problem.experiments}
+    N = t.shape[0]
+    due = set(np.linspace(0, N - 1, max(1, reports) + 1).round().astype(int)[1:].tolist())
+    for k in range(N):
+        values = run.update(t[k], q[k], qd[k], qdd[k], tau[k], restart=k in starts)
+        if k in due:
+            yield float(t[k] - t[0]), values

@@ -1,0 +1,213 @@
+"""The process model of a kinematic chain, compiled: what the filters evaluate at every sample, in numba.
+
+The chain's base regressor, forward dynamics and their Jacobian, evaluated inside compiled loops with no
+Python call per sample. Symbols as in :mod:`robotid_sim_plugins.ekf.process`.
+
+Two evaluations of the same model, both exact:
+
+- the base regressor Y(q, qd, qdd) (n, b): the chain's compiled Newton–Euler regressor
+  (:func:`robotid_sim.dynamics.crba_kernels.regressor_serial`) on the independent columns, its friction
+  columns from the compiled friction law with unit values. The EKF's linearisation uses it, as the Python
+  path does (:meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.linearize`).
+- the forward dynamics of many states at once (sigma points, particles): the base parameters λ put on their
+  standard columns (the others zero: Y_full θ̃ = Y λ, the base regressor being the independent columns of the
+  full one), then the per-copy CRBA + RNEA + LU of :func:`robotid_sim.dynamics.crba_kernels.forward_per_copy`
+  with the friction of :func:`~robotid_sim.dynamics.crba_kernels.friction_per_copy`: a few µs per state instead
+  of n + 1 regressor evaluations.
+
+:meth:`CompiledChain.from_problem` builds one only where it reproduces the problem's own base regressor
+(a serial or tree chain with a friction law the kernels know); other models run the Python path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from robotid_sim.dynamics import crba
+from robotid_sim.dynamics.crba_kernels import forward_per_copy, friction_per_copy, regressor_serial
+from robotid_sim.dynamics.regressor import RegressorChain
+from robotid_sim.envs.dynamics import FRICTION_CODES
+
+#: the compiled base regressor must match the problem's on a few states to this relative tolerance
+PARITY_TOLERANCE = 1e-10
+
+
+@dataclass(frozen=True)
+class CompiledChain:
+    """The arrays the kernels take, as one tuple ``arrays`` (passed to every kernel of this module).
+
+    Attributes:
+        arrays: ``(kind, parent, axis, R0, p0, gravity, colmap, nrot, fkind, alpha, vs, smoothing, unit,
+            standard)``: the chain, the (n, block) map of each standard parameter to its base column (−1: not a
+            base column), whether rotor inertia is modelled, the friction law (code, α, vs, sign smoothing),
+            ``unit`` (k, n, k) the unit friction values giving the friction columns, ``standard`` (b,) the
+            standard column of each base parameter.
+        n: joints.
+        b: base parameters.
+    """
+
+    arrays: tuple
+    n: int
+    b: int
+
+    @classmethod
+    def from_problem(cls, problem) -> CompiledChain | None:
+        """The compiled model of ``problem`` (an :class:`~robotid_sim.identification.IdentificationProblem`), or
+        None where its structure is no compiled chain or the result would not be its base regressor."""
+        structure, base = problem.structure, problem.base
+        friction = getattr(structure, "friction", None)
+        if not isinstance(structure, RegressorChain) or crba.kernels() is None or type(friction) not in FRICTION_CODES:
+            return None
+        n, block = structure.n_dof, structure.parameter_block
+        independent = np.asarray(base.independent, dtype=np.int64)
+        colmap = np.full(n * block, -1, dtype=np.int64)
+        colmap[independent] = np.arange(independent.size)
+        k = len(friction.suffixes)
+        unit = np.zeros((k, n, k))
+        for c in range(k):
+            unit[c, :, c] = 1.0
+        ones = np.ones(n)
+        arrays = (
+            *crba.pack_chain(structure.joints).kernel_arrays,
+            np.ascontiguousarray(structure.gravity, dtype=float),
+            colmap.reshape(n, block),
+            int(structure.has_rotor_inertia),
+            FRICTION_CODES[type(friction)],
+            np.ascontiguousarray(np.broadcast_to(getattr(friction, "alpha", ones), (n,)), dtype=float),
+            np.ascontiguousarray(np.broadcast_to(getattr(friction, "vs", ones), (n,)), dtype=float),
+            float(friction.sign_smoothing),
+            unit,
+            independent,
+        )
+        chain = cls(arrays, n, independent.size)
+        rng = np.random.default_rng(0)
+        states = structure.random_states(rng, 3)
+        expected = base.regressor(*states)
+        got = np.empty_like(expected)
+        base_regressor(arrays, *(np.ascontiguousarray(s) for s in states), got)
+        if not np.allclose(got, expected, rtol=PARITY_TOLERANCE, atol=PARITY_TOLERANCE * np.abs(expected).max()):
+            return None
+        return chain
+
+
+@numba.njit(cache=True)
+def base_regressor(chain, q, qd, qdd, out):  # pragma: no cover - compiled
+    """Base regressor ``out`` (N, n, b) at q, qd, qdd (N, n) of the chain ``arrays`` (:class:`CompiledChain`)."""
+    kind, parent, axis, R0, p0, g, colmap, nrot, fkind, alpha, vs, smoothing, unit, _ = chain
+    N, n = q.shape
+    k = unit.shape[0]
+    fric = np.zeros((N, n, k))
+    if k:
+        speeds = np.empty((k, n))
+        cols = np.empty((k, n))
+        for s in range(N):
+            for c in range(k):
+                speeds[c] = qd[s]
+            friction_per_copy(fkind, unit, alpha, vs, smoothing, speeds, cols)
+            for j in range(n):
+                for c in range(k):
+                    fric[s, j, c] = cols[c, j]
+    regressor_serial(kind, parent, axis, R0, p0, g, q, qd, qdd, fric, colmap, nrot, out)
+
+
+@numba.njit(cache=True)
+def linearize(chain, x, tau, qdd, Minv, A):  # pragma: no cover - compiled
+    """The forward dynamics and their Jacobian at state x (d,) with torque τ (n,), as
+    :meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.linearize` computes them: writes qdd (n,),
+    M⁻¹ (n, n) and A = ∂qdd/∂x (n, d); False where M(q, λ) is singular or its inverse not finite."""
+    n = tau.shape[0]
+    b = x.shape[0] - 2 * n
+    lam = x[2 * n :]
+    Q = np.empty((2 * n + 1, n))
+    QD = np.empty((2 * n + 1, n))
+    ACC = np.zeros((2 * n + 1, n))
+    for r in range(n + 1):
+        Q[r] = x[:n]
+        QD[r] = x[n : 2 * n]
+        if r:
+            ACC[r, r - 1] = 1.0
+    Y = np.empty((n + 1, n, b))
+    base_regressor(chain, Q[: n + 1], QD[: n + 1], ACC[: n + 1], Y)
+    h = np.zeros(n)
+    M = np.zeros((n, n))
+    for i in range(n):
+        for c in range(b):
+            h[i] += Y[0, i, c] * lam[c]
+    for j in range(n):
+        for i in range(n):
+            s = 0.0
+            for c in range(b):
+                s += Y[j + 1, i, c] * lam[c]
+            M[i, j] = s - h[i]
+    try:
+        Minv[:] = np.linalg.inv(M)
+    except Exception:  # noqa: BLE001 - numba catches no narrower class: an exactly singular M
+        return False
+    if not np.all(np.isfinite(Minv)):
+        return False
+    qdd[:] = Minv @ (tau - h)
+    # ∂τ/∂q and ∂τ/∂qd at fixed qdd: forward differences of the inverse dynamics, and Y(q, qd, qdd), one batch
+    eps = np.empty(2 * n)
+    for i in range(n):
+        eps[i] = 1e-6 * max(1.0, abs(x[i]))
+        eps[n + i] = 1e-6 * max(1.0, abs(x[n + i]))
+    for r in range(2 * n + 1):
+        Q[r] = x[:n]
+        QD[r] = x[n : 2 * n]
+        ACC[r] = qdd
+    for i in range(n):
+        Q[1 + i, i] += eps[i]
+        QD[n + 1 + i, i] += eps[n + i]
+    Yp = np.empty((2 * n + 1, n, b))
+    base_regressor(chain, Q, QD, ACC, Yp)
+    tq = np.zeros((2 * n + 1, n))
+    for r in range(2 * n + 1):
+        for i in range(n):
+            s = 0.0
+            for c in range(b):
+                s += Yp[r, i, c] * lam[c]
+            tq[r, i] = s
+    J = np.empty((n, 2 * n + b))
+    for i in range(n):
+        for r in range(2 * n):
+            J[i, r] = (tq[r + 1, i] - tq[0, i]) / eps[r]
+        for c in range(b):
+            J[i, 2 * n + c] = Yp[0, i, c]
+    A[:] = -(Minv @ J)
+    return True
+
+
+@numba.njit(cache=True)
+def forward_batch(chain, X, tau, qdd, ok):  # pragma: no cover - compiled
+    """Forward dynamics qdd (S, n) of S states X (S, d) = [q, qd, λ] with torques τ (S, n); ``ok`` (S,) False
+    where M(q, λ) is singular. λ goes on its standard columns (module docstring)."""
+    kind, parent, axis, R0, p0, g, colmap, nrot, fkind, alpha, vs, smoothing, unit, standard = chain
+    S, n = tau.shape
+    block = colmap.shape[1]
+    k = unit.shape[0]
+    inert = np.zeros((S, n, 10))
+    rotor = np.zeros((S, n))
+    fvals = np.zeros((S, n, k))
+    for c in range(standard.shape[0]):
+        j, e = divmod(standard[c], block)
+        for s in range(S):
+            v = X[s, 2 * n + c]
+            if e < 10:
+                inert[s, j, e] = v
+            elif e < 10 + nrot:
+                rotor[s, j] = v
+            else:
+                fvals[s, j, e - 10 - nrot] = v
+    q = np.ascontiguousarray(X[:, :n])
+    qd = np.ascontiguousarray(X[:, n : 2 * n])
+    friction = np.zeros((S, n))
+    if k:
+        friction_per_copy(fkind, fvals, alpha, vs, smoothing, qd, friction)
+    rhs = np.empty((S, n))
+    for s in range(S):
+        for j in range(n):
+            rhs[s, j] = tau[s, j] - friction[s, j]
+    forward_per_copy(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok)
