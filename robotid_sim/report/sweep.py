@@ -106,6 +106,132 @@ def _html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[s
     return [*out, "</table>"]
 
 
+#: the headers of BIRDy's table (:func:`birdy_table`)
+BIRDY_HEADERS = (
+    *("robot", "excitation", "noise", "method", "runs", "failed", "diverged", "d_beta [%]", "d_tau [%]"),
+    *("d_q [%]", "d_t [s]", "iterations", "model evaluations", "consistent"),
+)
+
+
+def _pct(value: Any) -> str | None:
+    return None if value is None or value == "" else f"{100 * float(value):.0f} %"
+
+
+def _pm(mean: Any, std: Any) -> str | None:
+    if mean is None or mean == "":
+        return None
+    return f"{float(mean):.3g} ± {float(std):.2g}" if std not in (None, "") else f"{float(mean):.3g}"
+
+
+def birdy_table(birdy: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """(headers, rows) of BIRDy's figures of merit per (method, preset) (:mod:`robotid_sim.sweep.merit`)."""
+    rows = [
+        [
+            *(b["robot"], b["excitation"], b["noise"], b["estimator"], b["runs"], b["failed"]),
+            _pct(b["divergence_rate"]),
+            *(_pm(b["d_beta_mean"], b["d_beta_std"]), b["d_tau"], b["d_q"], b["d_t"], b["iterations"]),
+            *(b["model_evaluations"], _pct(b["consistent"])),
+        ]
+        for b in birdy
+    ]
+    return list(BIRDY_HEADERS), rows
+
+
+def _cell(value: Any, width: int) -> str:
+    text = _fmt(None if value == "" else value)
+    return text[:width].rjust(width)
+
+
+def birdy_text(birdy: Sequence[dict[str, Any]]) -> str:
+    """BIRDy's table for a terminal (at most 80 columns): a block per (robot, excitation, noise preset), a line
+    per method: d_beta mean, d_tau, d_q (%), d_t (s), iterations, model evaluations, divergence rate and
+    physical consistency (share of runs)."""
+    widths = (14, 8, 8, 8, 8, 7, 8, 5, 5)
+    header = ("method", "d_beta%", "d_tau%", "d_q%", "d_t s", "iter", "evals", "div", "PC")
+    lines = []
+    for key in dict.fromkeys((b["robot"], b["excitation"], b["noise"]) for b in birdy):
+        heading = header[0].ljust(widths[0]) + "".join(
+            f" {h.rjust(w)}" for h, w in zip(header[1:], widths[1:], strict=True)
+        )
+        lines += ["", " / ".join(str(k) for k in key)[:80], heading]
+        for b in (b for b in birdy if (b["robot"], b["excitation"], b["noise"]) == key):
+            values = (
+                *(b["d_beta_mean"], b["d_tau"], b["d_q"], b["d_t"], b["iterations"], b["model_evaluations"]),
+                *(_pct(b["divergence_rate"]), _pct(b["consistent"])),
+            )
+            lines.append(
+                str(b["estimator"])[: widths[0]].ljust(widths[0])
+                + "".join(" " + _cell(v, w) for v, w in zip(values, widths[1:], strict=True))
+            )
+    return "\n".join(lines[1:])
+
+
+def plot_parameter_error_bars(parameters: Sequence[dict[str, Any]], key: tuple, path: Path) -> Path | None:
+    """Per-parameter error bars of one (robot, excitation, noise): a panel per method, mean ± std of each base
+    parameter's relative error (%) over its kept runs (symlog axis). None without any finite error."""
+    rows = [p for p in parameters if (p["robot"], p["excitation"], p["noise"]) == key]
+    rows = [p for p in rows if p["error_mean_pct"] not in (None, "")]
+    if not rows:
+        return None
+    methods = _ordered(rows, "estimator")
+    names = _ordered(rows, "parameter")
+    colors = estimator_colors(methods)
+    ncols = min(len(methods), 3)
+    fig = new_figure(5.5 * ncols, 2.6 * math.ceil(len(methods) / ncols))
+    axes = panel_grid(fig, len(methods), 3, sharex=True)
+    for ax, method in zip(axes, methods, strict=True):
+        mine = {p["parameter"]: p for p in rows if p["estimator"] == method}
+        x = [k for k, n in enumerate(names) if n in mine]
+        mean = [float(mine[names[k]]["error_mean_pct"]) for k in x]
+        std = [float(mine[names[k]]["error_std_pct"] or 0.0) for k in x]
+        ax.errorbar(x, mean, yerr=std, fmt="o", ms=2.5, lw=0.8, capsize=1.5, color=colors[method])
+        ax.axhline(0.0, color="black", lw=0.5)
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_title(method, fontsize=8)
+        ax.tick_params(labelsize=6)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes:
+        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=4)
+    where = " / ".join(str(k) for k in key)
+    fig.suptitle(f"{where}: relative error of each base parameter, mean ± std [%]", fontsize=9)
+    return save_figure(fig, path)
+
+
+def _birdy_blocks(birdy: Sequence[dict], images: dict[str, str]) -> list[tuple[str, str, Any]]:
+    blocks: list[tuple[str, str, Any]] = [
+        ("h2", "BIRDy's figures of merit per method and noise preset", None),
+        (
+            "p",
+            "Over each (method, preset)'s runs (initial estimates × noise realisations); diverged runs "
+            "(‖β̂ − β‖ > 50 ‖β₀ − β‖) are counted and left out of the means. d_beta: symmetric relative parameter "
+            "error, mean ± std (%); d_tau: 100·mean ‖τ − Wβ̄‖/‖τ‖ on the noise-free closed-loop run, β̄ the mean "
+            "estimate; d_q: the same for q from a closed-loop re-simulation with β̄ (%); d_t: seconds per "
+            "estimate; iterations and model evaluations: means over the runs that report them; consistent: share "
+            "of runs whose estimate is physically consistent.",
+            None,
+        ),
+        ("table", "", birdy_table(birdy)),
+    ]
+    if images:
+        blocks.append(("h2", "Per-parameter errors (mean ± std over the runs)", None))
+        blocks += [("img", text, path) for text, path in images.items()]
+    return blocks
+
+
+def _birdy_images(run_dir: Path, parameters: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """``plots/birdy_errors_<noise>.png`` per (robot, excitation, noise) (numbered with several robots or
+    excitations): title → path relative to ``run_dir``."""
+    keys = list(dict.fromkeys((p["robot"], p["excitation"], p["noise"]) for p in parameters))
+    several = len({k[:2] for k in keys}) > 1
+    images = {}
+    for index, key in enumerate(keys):
+        stem = f"birdy_errors_{index + 1}_{key[2]}" if several else f"birdy_errors_{key[2]}"
+        path = plot_parameter_error_bars(parameters, key, run_dir / "plots" / f"{stem}.png")
+        if path is not None:
+            images[f"per-parameter errors, {' / '.join(str(k) for k in key)}"] = str(path.relative_to(run_dir))
+    return images
+
+
 def _sections(
     title: str, info: dict[str, Any], summary: Sequence[dict], crb: Sequence[dict], images: dict[str, str]
 ) -> list[tuple[str, str, Any]]:
@@ -173,14 +299,22 @@ def write_report(
     rows: Sequence[dict[str, Any]],
     summary: Sequence[dict[str, Any]],
     crb: Sequence[dict[str, Any]],
+    birdy: Sequence[dict[str, Any]] | None = None,
+    parameters: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Path]:
-    """Box plots (``plots/<figure>.png``), ``report.md`` and ``report.html`` in ``run_dir``."""
+    """Box plots (``plots/<figure>.png``), ``report.md`` and ``report.html`` in ``run_dir``; for a sweep with
+    BIRDy's protocol, its table (``birdy``: :func:`robotid_sim.sweep.merit.protocol_rows`) first, and the
+    per-parameter error bars (``parameters``: :func:`~robotid_sim.sweep.merit.parameter_rows`) as
+    ``plots/birdy_errors_<noise>.png``."""
     images = {}
     for figure in FIGURES:
         path = plot_boxes(rows, figure, run_dir / "plots" / f"{figure}.png")
         if path is not None:
             images[figure] = str(path.relative_to(run_dir))
     blocks = _sections(title, info, summary, crb, images)
+    bars = _birdy_images(run_dir, parameters or [])
+    if birdy is not None:
+        blocks[2:2] = _birdy_blocks(birdy, bars)
     md: list[str] = []
     page = [
         "<!DOCTYPE html>",
@@ -207,4 +341,4 @@ def write_report(
     out = {"markdown": run_dir / "report.md", "html": run_dir / "report.html"}
     atomic_write(out["markdown"], lambda fh: fh.write("\n".join(md) + "\n"), binary=False)
     atomic_write(out["html"], lambda fh: fh.write("\n".join(page) + "\n"), binary=False)
-    return {**out, **{k: run_dir / v for k, v in images.items()}}
+    return {**out, **{k: run_dir / v for k, v in images.items()}, **{Path(v).stem: run_dir / v for v in bars.values()}}

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from robotid_sim.safety import atomic_write
-from robotid_sim.sweep.tasks import FIGURES
+from robotid_sim.sweep.tasks import FIGURES, PROTOCOL_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,17 @@ PERCENTILES = (5, 50, 95)
 PARQUET_HINT = "pip install 'robotid-sim[sweep]' (pyarrow) to also get results.parquet"
 
 
-def table_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def table_columns(protocol: bool = False) -> tuple[str, ...]:
+    """The task table's columns: :data:`TABLE_COLUMNS`, and with BIRDy's protocol its fields before ``error``."""
+    if not protocol:
+        return TABLE_COLUMNS
+    at = TABLE_COLUMNS.index("error")
+    return (*TABLE_COLUMNS[:at], *PROTOCOL_FIELDS, *TABLE_COLUMNS[at:])
+
+
+def table_rows(records: Iterable[dict[str, Any]], columns: Sequence[str] = TABLE_COLUMNS) -> list[dict[str, Any]]:
     """The task table: one flat row per record (lists such as the base-parameter values left out)."""
-    return [{key: record.get(key) for key in TABLE_COLUMNS} for record in records]
+    return [{key: record.get(key) for key in columns} for record in records]
 
 
 def _values(rows: Sequence[dict[str, Any]], figure: str) -> np.ndarray:
@@ -146,6 +154,8 @@ def write_parquet(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[
         "seed": pa.int64(),
         "diverged": pa.bool_(),
         **{figure: pa.float64() for figure in FIGURES},
+        **{"initial": pa.int64(), "initial_error": pa.float64(), "d_beta": pa.float64()},
+        **{"iterations": pa.int64(), "model_evaluations": pa.int64(), "physically_consistent": pa.bool_()},
     }
     schema = pa.schema([(c, types.get(c, pa.string())) for c in columns])
     table = pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in rows], schema=schema)

@@ -5,7 +5,11 @@ validated by pydantic; every error names the field and the reason (:func:`roboti
 Names that become file or folder names (the sweep ``name``, the ``output`` folder, the excitation and noise
 preset labels, each estimator's label) must pass :func:`robotid_sim.safety.safe_name`. Estimator entries are the
 scenario's own (:class:`robotid_sim.scenario.schema.EstimatorEntry`), so an estimator is given in a sweep exactly
-as in a scenario.
+as in a scenario. Two optional sections make a sweep BIRDy's protocol (:mod:`robotid_sim.sweep.protocol`):
+``data.closed_loop`` (BIRDy's closed-loop data generation; ``noise`` then names BIRDy's presets, and an estimator
+entry's ``filtered: true`` gives it the prefiltered "_f" data set) and ``initial_estimates`` (each estimator run
+from each of ``count`` initial estimates drawn around the truth). A sweep without them is unchanged, its task
+hashes too.
 
 Example::
 
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -70,6 +74,58 @@ class SweepValidation(_Strict):
     )
 
 
+class ClosedLoopData(_Strict):
+    """Closed-loop data generation as BIRDy's (:func:`robotid_sim.sim.closed_loop_data.closed_loop_record`): the
+    robot tracks the excitation under a PID whose encoder noise is re-injected, and BIRDy's preprocessing
+    (:func:`~robotid_sim.sim.closed_loop_data.birdy_dataset`) turns the record into the identification data."""
+
+    duration: float = Field(10.0, gt=0, le=3600, description="seconds of closed loop from t = 0")
+    sample_rate_hz: float = Field(1000.0, gt=0, description="rate of the raw record (before decimation)")
+    controller: dict[str, Any] | None = Field(
+        None,
+        description="{kp, kd, ki, anti_windup, control_rate_hz} (PIDLoop.from_dict); default: the robot's BIRDy "
+        "gains (tx40)",
+    )
+    derivatives: Literal["central", "exact"] = Field(
+        "central", description="'central': BIRDy's central differences of the measured q; 'exact': the simulator's"
+    )
+    trim: int = Field(50, ge=0, description="samples dropped at each end")
+    decimation: int | None = Field(None, ge=1, description="default: round(0.8·(fs/2)/500), BIRDy's")
+    cutoff_hz: float = Field(50.0, gt=0, description="Butterworth cut-off of the 'filtered: true' estimators")
+
+    @model_validator(mode="after")
+    def _preprocessing(self):
+        if self.derivatives == "central" and self.trim < 2:
+            raise ValueError("trim must be at least 2 with central differences (every kept sample's derivatives)")
+        if self.cutoff_hz >= self.sample_rate_hz / 2:
+            nyquist = self.sample_rate_hz / 2
+            raise ValueError(f"cutoff_hz {self.cutoff_hz:g} must be below the Nyquist frequency {nyquist:g} Hz")
+        return self
+
+
+class SweepData(_Strict):
+    """Where a sweep's identification data come from; without it, open-loop simulations (``simulation``)."""
+
+    closed_loop: ClosedLoopData
+
+
+class InitialEstimates(_Strict):
+    """BIRDy's initial estimates ('RefSd'): θ₀ = θ_true ∘ (1 + relative_std · N(0, 1)) per standard parameter,
+    redrawn until every link is physically consistent; every task of a cell runs once per initial estimate."""
+
+    count: int = Field(ge=1, le=10_000, description="initial estimates (BIRDy: 25)")
+    relative_std: float = Field(0.15, gt=0, le=10, description="relative standard deviation of the draws")
+    seed: int = Field(0, ge=0, description="initial estimate i is drawn from the generator seeded (seed, i)")
+
+
+class SweepEstimatorEntry(EstimatorEntry):
+    """A scenario's estimator entry, and in a closed-loop sweep which of BIRDy's two data sets it is given."""
+
+    filtered: bool = Field(
+        False, description="closed-loop sweeps: BIRDy's '_f' data (zero-phase Butterworth on q and τ first)"
+    )
+
+
 class SweepConfig(_Strict):
     """A Monte Carlo sweep: every (robot, excitation, noise preset, repetition) cell is simulated once and
     identified by every estimator."""
@@ -89,14 +145,20 @@ class SweepConfig(_Strict):
         default_factory=lambda: {"default": "default"},
         description="label → excitation mapping or 'default' (the robot's own); default: {default: default}",
     )
-    noise: dict[str, dict[str, Any] | None] = Field(
-        min_length=1, description="preset label → noise mapping as in a scenario (null: noise-free)"
+    noise: dict[str, dict[str, Any] | str | None] = Field(
+        min_length=1,
+        description="preset label → noise mapping as in a scenario (null: noise-free); with data.closed_loop, "
+        "label → BIRDy preset name (NOISE_PRESETS) or null, or a list of preset names",
     )
-    estimators: list[EstimatorEntry] = Field(min_length=1, description="estimators, names or entries")
+    estimators: list[SweepEstimatorEntry] = Field(min_length=1, description="estimators, names or entries")
     repetitions: int = Field(DEFAULT_REPETITIONS, ge=1, le=100_000, description="Monte Carlo repetitions per cell")
     seed: int = Field(0, ge=0, description="repetition r uses noise seed seed + r")
     simulation: SimulationConfig = SimulationConfig()
     validation: SweepValidation = SweepValidation()
+    data: SweepData | None = Field(None, description="closed-loop data generation (BIRDy's); default: open loop")
+    initial_estimates: InitialEstimates | None = Field(
+        None, description="BIRDy's initial estimates around the truth, each run on every cell; default: none"
+    )
 
     @field_validator("name")
     @classmethod
@@ -125,6 +187,13 @@ class SweepConfig(_Strict):
             excitation_or_default(config)
         return value
 
+    @field_validator("noise", mode="before")
+    @classmethod
+    def _preset_list(cls, value):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return {name: name for name in value}
+        return value
+
     @field_validator("noise")
     @classmethod
     def _noise_labels(cls, value):
@@ -147,7 +216,45 @@ class SweepConfig(_Strict):
             dupes = repeated(labels)
             if dupes:
                 raise ValueError(f"{what} labels differ only by case: {dupes}")
+        if self.data is None:
+            self._check_open_loop()
+        else:
+            self._check_closed_loop()
         return self
+
+    def _check_open_loop(self) -> None:
+        named = [label for label, noise in self.noise.items() if isinstance(noise, str)]
+        if named:
+            raise ValueError(
+                f"noise preset '{named[0]}' names a BIRDy preset, which needs closed-loop data: add "
+                "'data: {closed_loop: {}}', or give a noise mapping as in a scenario"
+            )
+        filtered = [e.display for e in self.estimators if e.filtered]
+        if filtered:
+            raise ValueError(
+                f"estimator '{filtered[0]}': 'filtered: true' selects BIRDy's prefiltered closed-loop data; add "
+                "'data: {closed_loop: {}}' or remove it"
+            )
+
+    def _check_closed_loop(self) -> None:
+        from robotid_sim.sim.closed_loop_data import NOISE_PRESETS
+
+        for label, noise in self.noise.items():
+            if noise is not None and not (isinstance(noise, str) and noise in NOISE_PRESETS):
+                raise ValueError(
+                    f"noise preset '{label}': with data.closed_loop give a BIRDy preset name "
+                    f"({', '.join(NOISE_PRESETS)}) or null, got {noise!r}"
+                )
+        # compared with the defaults, not with the fields given: the sweep's folder records every field
+        unused = [f"validation.{k}" for k, v in SweepValidation() if getattr(self.validation, k) != v]
+        unused += [
+            f"simulation.{k}" for k, v in SimulationConfig() if k != "allow_large" and getattr(self.simulation, k) != v
+        ]
+        if unused:
+            raise ValueError(
+                f"'{unused[0]}' does not apply with data.closed_loop (the data come from the closed loop, the "
+                "figures from its noise-free run; of 'simulation' only allow_large is read); remove it"
+            )
 
     @property
     def folder_name(self) -> str:
@@ -158,7 +265,12 @@ class SweepConfig(_Strict):
     def task_count(self) -> int:
         """(cell, estimator) tasks of the grid."""
         cells = len(self.robots) * len(self.excitations) * len(self.noise) * self.repetitions
-        return cells * len(self.estimators)
+        return cells * len(self.estimators) * self.initial_count
+
+    @property
+    def initial_count(self) -> int:
+        """Runs of each estimator per cell: one per initial estimate (1 without initial estimates)."""
+        return 1 if self.initial_estimates is None else self.initial_estimates.count
 
 
 def check_finite(config: SweepConfig) -> None:

@@ -47,7 +47,7 @@ from robotid_sim.safety import memory_limit_bytes
 from robotid_sim.scenario.budget import format_bytes
 from robotid_sim.sweep import store
 from robotid_sim.sweep.config import SweepConfig, check_finite, load_sweep_config, parse_sweep_config
-from robotid_sim.sweep.tasks import cell_identity, prepare_cell, run_cell, task_id
+from robotid_sim.sweep.tasks import cell_identity, estimator_identity, prepare_cell, run_cell, task_id
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ TASK_FILE_BYTES = 4096
 #: memory per task while the grid is laid out and its results are read back (measured: about 2.5 kB)
 TASK_MEMORY_BYTES = 4096
 
-#: ``write_report(run_dir, title, info, rows, summary, crb) -> {name: path}``: the sweep's report
-#: (:func:`robotid_sim.report.sweep.write_report`)
+#: ``write_report(run_dir, title, info, rows, summary, crb[, birdy=..., parameters=...]) -> {name: path}``: the
+#: sweep's report (:func:`robotid_sim.report.sweep.write_report`); BIRDy's tables only for a protocol sweep
 ReportWriter = Callable[..., dict[str, Path]]
 
 
@@ -96,19 +96,43 @@ def _resolve_robot(robot: str, base_dir: Path) -> str:
     return str((base_dir / robot).resolve())
 
 
+def _estimator_tasks(config: SweepConfig) -> list[dict[str, Any]]:
+    """Each estimator of a cell, once per initial estimate: its identity (what its task's hash covers,
+    :func:`robotid_sim.sweep.tasks.estimator_identity`)."""
+    initial = None if config.initial_estimates is None else config.initial_estimates.model_dump(mode="json")
+    return [
+        estimator_identity(e, initial, index)
+        for e in config.estimators
+        for index in (range(config.initial_count) if initial is not None else [None])
+    ]
+
+
+def _cell_settings(config: SweepConfig) -> dict[str, Any]:
+    """What every cell of the grid shares: simulation, validation, closed-loop data and initial-estimate settings."""
+    return {
+        "simulation": config.simulation.model_dump(mode="json"),
+        "validation": config.validation.model_dump(mode="json"),
+        "data": None if config.data is None else config.data.closed_loop.model_dump(mode="json"),
+        "initial_estimates": None
+        if config.initial_estimates is None
+        else config.initial_estimates.model_dump(mode="json", exclude={"count"}),
+    }
+
+
 def build_cells(config: SweepConfig, base_dir: Path) -> list[dict[str, Any]]:
-    """Every cell of the grid, in order (robot, excitation, noise, repetition), each with its estimators and
-    their task ids."""
-    simulation = config.simulation.model_dump(mode="json")
-    validation = config.validation.model_dump(mode="json")
-    estimators = [{"name": e.name, "label": e.label, "options": e.options} for e in config.estimators]
+    """Every cell of the grid, in order (robot, excitation, noise, repetition), each with its estimators (one
+    per initial estimate with ``initial_estimates``) and their task ids."""
+    shared = _cell_settings(config)
+    estimators = _estimator_tasks(config)
     cells = []
     for robot in config.robots:
         for excitation_label, excitation in config.excitations.items():
             for noise_label, noise in config.noise.items():
                 for repetition in range(config.repetitions):
                     seed = config.seed + repetition
-                    identity = cell_identity(robot, excitation, noise, seed, simulation, validation)
+                    identity = cell_identity(
+                        robot, excitation, noise, seed, shared["simulation"], shared["validation"], shared["data"]
+                    )
                     cells.append(
                         {
                             "robot": robot,
@@ -119,8 +143,7 @@ def build_cells(config: SweepConfig, base_dir: Path) -> list[dict[str, Any]]:
                             "noise": noise,
                             "repetition": repetition,
                             "seed": seed,
-                            "simulation": simulation,
-                            "validation": validation,
+                            **shared,
                             "estimators": [{**e, "task_id": task_id(identity, e)} for e in estimators],
                         }
                     )
@@ -160,35 +183,50 @@ def check_grid_size(config: SweepConfig, run_dir: Path) -> None:
 
 
 def _grid_text(config: SweepConfig) -> str:
+    initial = "" if config.initial_estimates is None else f" × {config.initial_count} initial estimates"
     return (
         f"{len(config.robots)} robots × {len(config.excitations)} excitations × {len(config.noise)} noise "
-        f"presets × {config.repetitions} repetitions × {len(config.estimators)} estimators"
+        f"presets × {config.repetitions} repetitions × {len(config.estimators)} estimators{initial}"
     )
 
 
 def check_sweep(config: SweepConfig, base_dir: Path) -> None:
-    """Prepare each (robot, excitation, noise) combination once; raise the first problem, naming the combination."""
-    simulation = config.simulation.model_dump(mode="json")
-    validation = config.validation.model_dump(mode="json")
-    estimators = [{"name": e.name, "label": e.label, "options": e.options} for e in config.estimators]
+    """Prepare each (robot, excitation, noise) combination once (a closed-loop sweep: each (robot, excitation),
+    and one initial estimate drawn); raise the first problem, naming the combination."""
+    from robotid_sim.sweep.protocol import draw_initial, prepare_closed_loop_cell
+
+    shared = _cell_settings(config)
+    estimators = [estimator_identity(e) for e in config.estimators]
+    noises = config.noise if config.data is None else {"(any)": None}
     for robot in config.robots:
         for excitation_label, excitation in config.excitations.items():
-            for noise_label, noise in config.noise.items():
-                spec = {
-                    "robot_ref": _resolve_robot(robot, base_dir),
-                    "excitation": excitation,
-                    "noise": noise,
-                    "simulation": simulation,
-                    "validation": validation,
-                    "estimators": estimators,
-                }
+            for noise_label, noise in noises.items():
+                spec = {"robot_ref": _resolve_robot(robot, base_dir), "excitation": excitation, "noise": noise}
+                spec |= {**shared, "estimators": estimators}
+                where = f"sweep '{config.name}', robot '{robot}', excitation '{excitation_label}'"
                 try:
-                    prepare_cell(spec)
+                    if config.data is None:
+                        plan = prepare_cell(spec)
+                        _refuse_closed_loop_estimators(plan.estimators)
+                    else:
+                        plan = prepare_closed_loop_cell(spec)
+                    if config.initial_estimates is not None:
+                        settings = config.initial_estimates
+                        truth = plan.robot.true_parameters()
+                        draw_initial(plan.structure, truth, settings.relative_std, settings.seed, 0)
                 except ConfigError as exc:
-                    raise ConfigError(
-                        f"sweep '{config.name}', robot '{robot}', excitation '{excitation_label}', "
-                        f"noise '{noise_label}': {exc}"
-                    ) from None
+                    noise_text = f", noise '{noise_label}'" if config.data is None else ""
+                    raise ConfigError(f"{where}{noise_text}: {exc}") from None
+
+
+def _refuse_closed_loop_estimators(estimators) -> None:
+    """An estimator that needs closed-loop data (``needs_closed_loop``) in an open-loop sweep: ConfigError."""
+    for entry, estimator in estimators:
+        if getattr(estimator, "needs_closed_loop", False):
+            raise ConfigError(
+                f"estimator '{entry.display}' needs closed-loop data; add 'data: {{closed_loop: {{}}}}' to the sweep "
+                "(BIRDy's closed-loop generation) or remove it"
+            )
 
 
 def run_sweep_tasks(
@@ -451,25 +489,45 @@ def _recorded(config: SweepConfig, base: Path, run_dir: Path) -> dict[str, Any]:
     return data
 
 
+def _protocol_tables(config: SweepConfig, cells, records) -> dict[str, list[dict[str, Any]]]:
+    """BIRDy's figures of merit per (method, preset) and the per-parameter errors (:mod:`robotid_sim.sweep.merit`)."""
+    from robotid_sim.sweep import merit
+
+    refs = {c["robot"]: c["robot_ref"] for c in cells}
+    data = None if config.data is None else config.data.closed_loop.model_dump(mode="json")
+    robots = merit.load_robots(list(refs), refs) if data is not None else {}
+    return {
+        "birdy": merit.protocol_rows(records, data, robots, config.excitations),
+        "parameters": merit.parameter_rows(records),
+    }
+
+
 def _finish(
     run_dir: Path, config: SweepConfig, cells, counts: tuple[int, int, float, str], write_report: ReportWriter | None
 ) -> SweepOutcome:
     """Write the tables (and the report) from every result of the grid; ``counts``: (reused, ran, seconds,
     executor) of this call."""
-    from robotid_sim.sweep import aggregate
+    from robotid_sim.sweep import aggregate, merit
 
     reused, ran, seconds, executor = counts
     records = [r for c in cells for e in c["estimators"] if (r := store.load_result(run_dir, e["task_id"])) is not None]
     total = sum(len(c["estimators"]) for c in cells)
-    rows = aggregate.table_rows(records)
+    protocol = config.data is not None or config.initial_estimates is not None
+    columns = aggregate.table_columns(protocol)
+    rows = aggregate.table_rows(records, columns)
     summary = aggregate.summary_rows(rows)
     crb = aggregate.crb_rows(records)
     tables = {
-        "results": aggregate.write_csv(run_dir / "results.csv", rows, aggregate.TABLE_COLUMNS),
+        "results": aggregate.write_csv(run_dir / "results.csv", rows, columns),
         "summary": aggregate.write_csv(run_dir / "summary.csv", summary),
         "crb": aggregate.write_csv(run_dir / "crb.csv", crb),
     }
-    parquet = aggregate.write_parquet(run_dir / "results.parquet", rows, aggregate.TABLE_COLUMNS)
+    extra = {}
+    if protocol:
+        extra = _protocol_tables(config, cells, records)
+        tables["birdy"] = aggregate.write_csv(run_dir / "birdy.csv", extra["birdy"], merit.COLUMNS)
+        tables["birdy_parameters"] = aggregate.write_csv(run_dir / "birdy_parameters.csv", extra["parameters"])
+    parquet = aggregate.write_parquet(run_dir / "results.parquet", rows, columns)
     if parquet is not None:
         tables["results_parquet"] = parquet
     failed = sum(r["status"] == "failed" for r in rows)
@@ -484,5 +542,5 @@ def _finish(
     if config.description:
         info["description"] = " ".join(config.description.split())
     if write_report is not None:
-        tables |= write_report(run_dir, config.name, info, rows, summary, crb)
+        tables |= write_report(run_dir, config.name, info, rows, summary, crb, **extra)
     return SweepOutcome(run_dir, total, reused, ran, failed, total - len(rows), seconds, tables)

@@ -3,7 +3,8 @@
 A **cell** is one (robot, excitation, noise preset, repetition) point of the grid; a **task** is one
 (cell, estimator) pair. A cell's data sets (identification and validation) are simulated once, in the
 worker that runs the cell, and shared by the estimators of that cell: :func:`run_cell` is the unit sent to an
-executor, and it returns one record per task.
+executor, and it returns one record per task. With BIRDy's protocol (:mod:`robotid_sim.sweep.protocol`) a cell
+is one closed-loop record instead, and a task is a (cell, estimator, initial estimate) triple.
 
 Every task is named by :func:`task_id`, a hash of everything its result depends on (robot, excitation and
 noise mappings, seed, simulation and validation settings, the estimator's name and options), never by a user
@@ -55,9 +56,11 @@ def cell_identity(
     seed: int,
     simulation: dict[str, Any],
     validation: dict[str, Any],
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a cell's data sets depend on (the labels are not part of it: renaming a preset keeps its results)."""
-    return {
+    """What a cell's data sets depend on (the labels are not part of it: renaming a preset keeps its results);
+    ``data``: the closed-loop settings of a closed-loop sweep (absent from an open-loop cell's identity)."""
+    identity = {
         "robot": robot,
         "excitation": excitation,
         "noise": noise,
@@ -65,6 +68,28 @@ def cell_identity(
         "simulation": simulation,
         "validation": validation,
     }
+    if data is not None:
+        identity["data"] = data
+    return identity
+
+
+def estimator_identity(entry, initial: dict[str, Any] | None = None, index: int | None = None) -> dict[str, Any]:
+    """What a task's result depends on besides its cell: the estimator's ``name``, ``label`` and ``options``, and
+    only when used (so that the tasks of every other sweep keep their names) ``filtered: true`` and the initial
+    estimate (``relative_std``, ``seed`` and its ``index``; not the count, so more initial estimates reuse the
+    results of the first ones).
+
+    Args:
+        entry: a :class:`~robotid_sim.sweep.config.SweepEstimatorEntry`.
+        initial: the sweep's ``initial_estimates`` (a mapping), or None.
+        index: the initial estimate's index (with ``initial``).
+    """
+    identity: dict[str, Any] = {"name": entry.name, "label": entry.label, "options": entry.options}
+    if entry.filtered:
+        identity["filtered"] = True
+    if initial is not None:
+        identity["initial"] = {"relative_std": initial["relative_std"], "seed": initial["seed"], "index": index}
+    return identity
 
 
 @functools.lru_cache(maxsize=16)
@@ -109,6 +134,11 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:2000]
 
 
+#: the fields BIRDy's protocol adds to each record (:func:`robotid_sim.sweep.protocol.run_figures`), in the
+#: task table's order; only a sweep with ``data.closed_loop`` or ``initial_estimates`` has them
+PROTOCOL_FIELDS = ("initial", "initial_error", "d_beta", "iterations", "model_evaluations", "physically_consistent")
+
+
 def _record(spec: dict[str, Any], estimator: dict[str, Any], **fields: Any) -> dict[str, Any]:
     base = {
         "version": RECORD_VERSION,
@@ -130,8 +160,17 @@ def _record(spec: dict[str, Any], estimator: dict[str, Any], **fields: Any) -> d
         "base_values": None,
         "crb_std": None,
     }
+    if is_protocol(spec):
+        base |= dict.fromkeys(PROTOCOL_FIELDS)
+        base["initial"] = estimator["initial"]["index"] if "initial" in estimator else None
     base.update(fields)
     return base
+
+
+def is_protocol(spec: dict[str, Any]) -> bool:
+    """Whether a cell follows BIRDy's protocol (closed-loop data or initial estimates): its records carry
+    :data:`PROTOCOL_FIELDS`."""
+    return spec.get("data") is not None or spec.get("initial_estimates") is not None
 
 
 def run_cell(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -140,20 +179,29 @@ def run_cell(spec: dict[str, Any]) -> list[dict[str, Any]]:
     Args:
         spec: the cell (:class:`robotid_sim.sweep.runner` builds it): ``robot``, ``robot_ref`` (what
             :func:`~robotid_sim.robot.load_robot` is given), ``excitation``/``noise`` and their labels, ``seed``,
-            ``repetition``, ``simulation``, ``validation``, and ``estimators`` (each ``name``, ``label``,
-            ``options``, ``task_id``).
+            ``repetition``, ``simulation``, ``validation``, ``data`` (closed-loop settings or None),
+            ``initial_estimates`` (``relative_std``, ``seed``; or None), and ``estimators`` (each ``name``,
+            ``label``, ``options``, ``task_id``, and when used ``filtered`` and ``initial`` with its ``index``).
 
     Returns:
         One record per estimator (:data:`FIGURES`, ``status`` ``ok`` or ``failed`` with ``error``, and for
         models linear in the base parameters their values, the true ones and the Cramér–Rao standard
-        deviations). A cell whose simulation fails gives a failed record for each of its estimators; a
-        failing estimator fails alone.
+        deviations; with BIRDy's protocol :data:`PROTOCOL_FIELDS` too). A cell whose simulation fails gives a
+        failed record for each of its estimators; a failing estimator fails alone. An estimator whose model
+        reports no ``iterations`` (a one-step estimator, which ignores the initial estimate) is fitted once
+        per cell and data set, its model shared by its initial estimates.
     """
     try:
-        data = _simulate_cell(spec)
+        if spec.get("data") is not None:
+            from robotid_sim.sweep.protocol import simulate_closed_loop_cell
+
+            data = simulate_closed_loop_cell(spec)
+        else:
+            data = _simulate_cell(spec)
     except Exception as exc:  # recorded, never stops the sweep
         log.warning("sweep cell %s/%s seed %s failed: %s", spec["robot"], spec["noise_label"], spec["seed"], exc)
         return [_record(spec, e, status="failed", error=_error_text(exc)) for e in spec["estimators"]]
+    data["fitted"] = {}
     return [_identify(spec, data, e) for e in spec["estimators"]]
 
 
@@ -180,7 +228,7 @@ def _simulate_cell(spec: dict[str, Any]) -> dict[str, Any]:
     truth_base = robot.base_parameters()
     return {
         "plan": plan,
-        "problem": problem,
+        "problems": {False: problem},
         "validation": ds_val,
         "open_loop": open_loop_reference(robot, ds_val, plan.scenario.validation.trajectory_horizon, simulated=True),
         "truth_base": truth_base,
@@ -241,49 +289,110 @@ def _finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _identify(spec: dict[str, Any], data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
-    """Fit one estimator on the cell's data and evaluate it (:func:`robotid_sim.identification.evaluation.evaluate`,
-    BIRDy's figures of merit among its metrics)."""
+def _estimator(plan, label: str):
+    """The estimator of ``plan`` shown as ``label`` (an open-loop run plan or a closed-loop cell plan)."""
+    return next(est for e, est in plan.estimators if getattr(e, "display", e) == label)
+
+
+def _initial(spec: dict[str, Any], data: dict[str, Any], entry: dict[str, Any]):
+    """The task's initial estimate θ₀ (p,) (:func:`robotid_sim.sweep.protocol.draw_initial`, cached in the
+    cell), or None."""
+    if "initial" not in entry:
+        return None
+    from robotid_sim.sweep.protocol import draw_initial
+
+    index = int(entry["initial"]["index"])
+    cache = data.setdefault("initials", {})
+    if index not in cache:
+        plan, settings = data["plan"], spec["initial_estimates"]
+        cache[index] = draw_initial(
+            plan.structure, plan.robot.true_parameters(), settings["relative_std"], settings["seed"], index
+        )
+    return cache[index]
+
+
+def _fit(data: dict[str, Any], entry: dict[str, Any], theta0):
+    """The task's model: fitted on its data set from θ₀, or a one-step estimator's model of this cell."""
+    from robotid_sim.identification import IdentificationProblem
     from robotid_sim.identification.evaluation import fit_timed
 
-    plan = data["plan"]
-    estimator = next(est for e, est in plan.estimators if e.display == (entry["label"] or entry["name"]))
+    label, filtered = entry["label"] or entry["name"], bool(entry.get("filtered", False))
+    reused = data["fitted"].get((label, filtered))
+    if reused is not None:
+        return reused
+    problem = data["problems"][filtered]
+    if theta0 is not None:
+        problem = IdentificationProblem(problem.structure, problem.dataset, initial=theta0)
+    model = fit_timed(_estimator(data["plan"], label), problem)  # without numba's compilation, as in a run
+    if "iterations" not in (model.diagnostics or {}):
+        data["fitted"][(label, filtered)] = model
+    return model
+
+
+def _identify(spec: dict[str, Any], data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """Fit one estimator on the cell's data and evaluate it (:func:`robotid_sim.identification.evaluation.evaluate`,
+    BIRDy's figures of merit among its metrics; with BIRDy's protocol, :func:`robotid_sim.sweep.protocol.run_figures`
+    too)."""
     try:
-        model = fit_timed(estimator, data["problem"])  # the fit time without numba's compilation, as in a run
+        theta0 = _initial(spec, data, entry)
+        model = _fit(data, entry, theta0)
     except Exception as exc:
         return _record(spec, entry, status="failed", error=_error_text(exc))
     fields: dict[str, Any] = {"fit_time_s": model.diagnostics.get("fit_time_s")}
     try:
         fields |= _figures(model, data)
+        if is_protocol(spec):
+            from robotid_sim.sweep.protocol import physically_consistent, run_figures
+
+            initial = None
+            if theta0 is not None:
+                base = data["truth_base"]
+                initial = dict(zip(base.names, (base.K @ theta0).tolist(), strict=True))
+            checked = data.setdefault("consistent", {})  # a shared one-step model is checked once
+            if id(model) not in checked:
+                checked[id(model)] = physically_consistent(model)
+            fields |= run_figures(model, data["truth"], initial, checked[id(model)])
     except Exception as exc:
         return _record(spec, entry, status="failed", error=f"evaluation: {_error_text(exc)}", **fields)
     return _record(spec, entry, **fields)
 
 
 def _figures(model, data: dict[str, Any]) -> dict[str, Any]:
-    """The record fields of a fitted model: :data:`FIGURES` from its evaluation on the cell's validation data,
-    ``diverged``, and for a model linear in the base parameters their names, values, true values and bound."""
+    """The record fields of a fitted model: :data:`FIGURES` from its evaluation on the cell's validation data
+    (a closed-loop cell has none: the base-parameter error only), ``diverged``, and for a model linear in the
+    base parameters their names, values, true values and bound."""
     import numpy as np
 
     from robotid_sim.identification import LinearParameterModel
+    from robotid_sim.identification import metrics as M
     from robotid_sim.identification.evaluation import evaluate
 
     plan = data["plan"]
-    limits = np.array([j.effort_limit for j in plan.robot.joints], float)
-    metrics = evaluate(
-        model, data["validation"], truth=data["truth_base"], open_loop=data["open_loop"], effort_limits=limits
-    ).metrics
+    linear = isinstance(model, LinearParameterModel)
+    names = list(model.structure.base_parameters().names) if linear else []
+    if data.get("validation") is not None:
+        limits = np.array([j.effort_limit for j in plan.robot.joints], float)
+        metrics = evaluate(
+            model, data["validation"], truth=data["truth_base"], open_loop=data["open_loop"], effort_limits=limits
+        ).metrics
+    else:
+        values = np.asarray(model.base_values(), float) if linear else None
+        finite = linear and bool(np.all(np.isfinite(values)))
+        true = np.array([data["truth"][n] for n in names])
+        metrics = {
+            "base_parameter_error": float(M.relative_parameter_error(values, true)) if finite else None,
+            "fit_time_s": model.diagnostics.get("fit_time_s"),
+        }
     fields: dict[str, Any] = {figure: metrics.get(figure) for figure in FIGURES}
-    if isinstance(model, LinearParameterModel):
-        names = list(model.structure.base_parameters().names)
+    if linear:
         fields |= {
             "base_names": names,
             "base_true": [data["truth"][n] for n in names],
             "base_values": [_finite_or_none(v) for v in np.asarray(model.base_values(), float)],
         }
-        if data["crb_std"] is not None and names == list(data["problem"].base_parameter_names):
+        if data.get("crb_std") is not None and names == list(data["problems"][False].base_parameter_names):
             fields["crb_std"] = data["crb_std"]
-    if data["open_loop"] is not None:
+    if data.get("open_loop") is not None:
         if "trajectory_rms_total" not in metrics:  # a model without forward dynamics
             fields["error"] = "no trajectory error: the model has no forward dynamics"
         else:
