@@ -336,3 +336,23 @@ def test_the_convergence_plot_of_many_other_quantities_is_normalised_to_their_fi
         "two_loop", StandardParameterModel(robot.structure(), theta, history=alphas), {}, np.zeros((1, 9)), None
     )
     assert plot_parameter_convergence(few, tmp_path / "alpha.png").is_file()
+
+
+def test_a_solve_left_short_of_the_margin_is_moved_toward_the_prior_until_consistent():
+    """Regression: on BIRDy's TX40 with highPositionNoise, lmi_wls with a Euclidean pull toward the prior ended
+    with link 6's pseudo-inertia 2e-6 below its margin (Clarabel's tolerance): the estimate called itself
+    inconsistent. Such a solution is moved along the segment toward the (consistent) prior, just far enough."""
+    from robotid_sim.identification.lmi import ConsistentLeastSquares, PhysicalOptions
+
+    robot = rid.load_robot("tx40")
+    structure = robot.structure()
+    options = PhysicalOptions(regularization="euclidean", regularization_weight=1.0, prior="tx40")
+    solver = ConsistentLeastSquares(structure, structure.base_parameters().K, options)
+    theta = robot.true_parameters().copy()
+    theta[structure.parameter_names.index("XX6")] = 1e-4  # below what ZZ6 and the COM allow (3.5e-3)
+    assert not standard_consistency(structure, theta).consistent and not solver.feasible(theta)
+    restored = solver._restore_feasibility(theta)
+    assert solver.feasible(restored) and standard_consistency(structure, restored).consistent
+    step = np.linalg.norm(restored - theta) / np.linalg.norm(robot.true_parameters() - theta)
+    assert 0 < step < 1  # part of the way toward the prior, not onto it
+    assert np.array_equal(solver._restore_feasibility(robot.true_parameters()), robot.true_parameters())
