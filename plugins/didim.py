@@ -5,7 +5,7 @@ dynamics", IEEE TCST 21(2), 2013), and its physically consistent variant."""
 from __future__ import annotations
 
 import numpy as np
-from robotid_sim_plugins.idim_iv import IterationOptions
+from robotid_sim_plugins.idim_iv import IterationOptions, consistent_iteration
 
 from robotid_sim.hookspecs import hookimpl
 from robotid_sim.identification import BaseParameterModel, Estimator, StandardParameterModel
@@ -16,11 +16,7 @@ from robotid_sim.identification.closed_loop_model import (
     starting_point,
 )
 from robotid_sim.identification.lmi import (
-    ConsistentLeastSquares,
-    PhysicalLeastSquares,
     PhysicalOptions,
-    physical_options,
-    standard_consistency,
 )
 
 ROBOTID_SIM_PLUGIN_API = "2.0"  # the plugin-API version this plugin is written for (robotid_sim.hookspecs)
@@ -83,30 +79,12 @@ class PCDIDIMEstimator(Estimator):
         pass
 
     def _fit(self, problem) -> StandardParameterModel:
-        simulation = ClosedLoopSimulation(problem, f"estimator '{self.name}'")
-        program = ConsistentLeastSquares(problem.structure, problem.base.K, physical_options(self))
         y = problem.torque_vector()
 
-        def update(result) -> np.ndarray:
+        def step(simulation, program, result) -> np.ndarray:
             return consistent_solve(program, simulation.base_regressor(result), y)
 
-        start = starting_point(problem, lambda: PhysicalLeastSquares(problem, program.options, program).solve()[0])
-        theta, _, info = simulation.fixed_point(
-            start, update, self.tol, self.max_iterations, standard=True, cost=simulation.input_error
-        )
-        check = standard_consistency(problem.structure, theta)
-        return StandardParameterModel.from_problem(
-            problem,
-            theta,
-            diagnostics={
-                **info,
-                "model_evaluations": simulation.evaluations,
-                "consistent": check.consistent,
-                "link_min_eigenvalue": check.link_min_eigenvalue.tolist(),
-                "solver_status": program.status,
-                **problem.diagnostics(),
-            },
-        )
+        return consistent_iteration(self, problem, step, input_error=True)
 
 
 def _ls_covariance(W: np.ndarray, y: np.ndarray, beta: np.ndarray) -> np.ndarray:

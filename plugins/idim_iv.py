@@ -93,28 +93,48 @@ class PCIDIMIVEstimator(Estimator):
         pass
 
     def _fit(self, problem) -> StandardParameterModel:
-        simulation = ClosedLoopSimulation(problem, f"estimator '{self.name}'")
-        program = ConsistentLeastSquares(problem.structure, problem.base.K, physical_options(self))
         W, y = problem.base_regressor(), problem.torque_vector()
 
-        def update(result) -> np.ndarray:
+        def step(simulation, program, result) -> np.ndarray:
             return consistent_solve(program, *instrumented(simulation.base_regressor(result), W, y))
 
-        start = starting_point(problem, lambda: PhysicalLeastSquares(problem, program.options, program).solve()[0])
-        theta, _, info = simulation.fixed_point(start, update, self.tol, self.max_iterations, standard=True)
-        check = standard_consistency(problem.structure, theta)
-        return StandardParameterModel.from_problem(
-            problem,
-            theta,
-            diagnostics={
-                **info,
-                "model_evaluations": simulation.evaluations,
-                "consistent": check.consistent,
-                "link_min_eigenvalue": check.link_min_eigenvalue.tolist(),
-                "solver_status": program.status,
-                **problem.diagnostics(),
-            },
-        )
+        return consistent_iteration(self, problem, step)
+
+
+def consistent_iteration(estimator, problem, step, input_error: bool = False) -> StandardParameterModel:
+    """The loop of the physically consistent variants (``pc_idim_iv``, ``pc_didim``) over the standard parameters.
+
+    ``step(simulation, program, result)`` is one constrained solve (``program``, the
+    :class:`~robotid_sim.identification.lmi.ConsistentLeastSquares` of the estimator's options) from the closed
+    loop simulated at the current estimate (``result``). Starts from the problem's ``initial`` estimate, else
+    from the constrained least squares on the measured data; with ``input_error`` a step is kept only where it
+    does not raise ‖τ − u_s‖ (DIDIM's cost). Diagnostics: the iteration's, ``model_evaluations``,
+    ``consistent``, ``link_min_eigenvalue`` and ``solver_status``.
+    """
+    simulation = ClosedLoopSimulation(problem, f"estimator '{estimator.name}'")
+    program = ConsistentLeastSquares(problem.structure, problem.base.K, physical_options(estimator))
+    start = starting_point(problem, lambda: PhysicalLeastSquares(problem, program.options, program).solve()[0])
+    theta, _, info = simulation.fixed_point(
+        start,
+        lambda result: step(simulation, program, result),
+        estimator.tol,
+        estimator.max_iterations,
+        standard=True,
+        cost=simulation.input_error if input_error else None,
+    )
+    check = standard_consistency(problem.structure, theta)
+    return StandardParameterModel.from_problem(
+        problem,
+        theta,
+        diagnostics={
+            **info,
+            "model_evaluations": simulation.evaluations,
+            "consistent": check.consistent,
+            "link_min_eigenvalue": check.link_min_eigenvalue.tolist(),
+            "solver_status": program.status,
+            **problem.diagnostics(),
+        },
+    )
 
 
 def _iv_covariance(V: np.ndarray, W: np.ndarray, y: np.ndarray, beta: np.ndarray) -> np.ndarray:
