@@ -103,6 +103,11 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "robotid_sim_plugins.auto_features",
     "robotid_sim_plugins.sequential",
     "robotid_sim_plugins.semiparametric",
+    "robotid_sim_plugins.idim_tls",
+    "robotid_sim_plugins.idim_ml",
+    "robotid_sim_plugins.idim_iv",
+    "robotid_sim_plugins.didim",
+    "robotid_sim_plugins.cloe",
 )
 #: package holding the built-in plugin modules
 BUILTIN_PACKAGE = "robotid_sim_plugins"

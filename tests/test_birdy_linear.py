@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 from robotid_sim_plugins.idim_ml import IDIMMLEstimator, Preprocessing
-from robotid_sim_plugins.tls import TLSEstimator
+from robotid_sim_plugins.idim_tls import TLSEstimator
 
 from robotid_sim import plugins
 from robotid_sim.errors import ConfigError
