@@ -80,7 +80,7 @@ def test_square_root_cdkf_keeps_a_valid_covariance_where_the_plain_form_fails(st
 def test_compiled_ekf_equals_filterpy_path(study):
     problem = _problem(study, "noisy", 300)
     for preset in ("auto", "seed004"):
-        compiled = plugins.get_estimator("ekf")(preset=preset).fit(problem)
+        compiled = plugins.get_estimator("ekf")(preset=preset, engine="compiled").fit(problem)
         python = plugins.get_estimator("ekf")(preset=preset, engine="filterpy").fit(problem)
         assert compiled.diagnostics["compiled"] and not python.diagnostics["compiled"]
         np.testing.assert_allclose(compiled.values, python.values, rtol=1e-8, atol=1e-8)
@@ -89,7 +89,9 @@ def test_compiled_ekf_equals_filterpy_path(study):
         np.testing.assert_allclose(compiled.history.values, python.history.values, rtol=1e-8, atol=1e-8)
 
 
-@pytest.mark.parametrize(("name", "options"), [("ekf", {}), ("ekf", {"engine": "filterpy"}), ("ukf", {})])
+@pytest.mark.parametrize(
+    ("name", "options"), [("ekf", {"engine": "compiled"}), ("ekf", {"engine": "filterpy"}), ("ukf", {})]
+)
 def test_update_sample_by_sample_gives_the_numbers_of_fit(study, name, options):
     problem = _problem(study, "noisy", 200)
     estimator = plugins.get_estimator(name)(**options)

@@ -48,6 +48,9 @@ PRESETS: dict[str, dict] = {
 SETTLED_FRACTION, SETTLED_CHANGE = 0.1, 0.01
 #: λ0 when ``initial_parameters`` is not given (seed 004 Eq. 44)
 DEFAULT_INITIAL_PARAMETER = 0.1
+#: ``engine: auto`` runs the compiled step from this many samples on (about 20–60 s of filterpy's loop, more than
+#: the step's first compilation, about 40 s on a fresh install; a record this long pays for it the first time)
+AUTO_COMPILED_SAMPLES = 50_000
 
 
 class EKFEstimator(Estimator):
@@ -93,9 +96,12 @@ class EKFEstimator(Estimator):
     see it, so it biases the estimate like errors in variables (about (σ_τ/(M·rms qdd))² in
     relative terms); measurement noise on q, qd, qdd does not.
 
-    Engine (``engine``): ``auto`` runs the step compiled (numba, cached on disk:
+    Engine (``engine``): ``compiled`` runs the step compiled (numba, cached on disk:
     :mod:`~robotid_sim_plugins.ekf.ekf_kernel`, the loop over samples too) where the robot's chain
-    compiles, otherwise and with ``filterpy`` filterpy's filter in a Python loop; the same numbers
+    compiles, otherwise and with ``filterpy`` filterpy's filter in a Python loop; ``auto`` (the default) is
+    ``compiled`` from :data:`AUTO_COMPILED_SAMPLES` samples on: the first compilation takes about 40 s (a
+    fresh install's first EKF run, the default scenario's included, would wait that long for a fit of a few
+    seconds); the same numbers
     to rounding (on well-conditioned data; on exact data both can part where the filter is
     sensitive to rounding). ``stream(problem)`` gives the same filter for streaming use, one
     ``update(t, q, qd, qdd, tau)`` per sample (``robotid-sim identify --online``).
@@ -145,10 +151,12 @@ class EKFEstimator(Estimator):
             "1e-4)",
         )
         check_excitation: bool = Field(True, description="refuse rank-deficient data, naming the parameters")
-        engine: Literal["auto", "filterpy"] = Field(
+        engine: Literal["auto", "compiled", "filterpy"] = Field(
             "auto",
-            description="auto: the compiled step where the robot's chain compiles (the same numbers); filterpy: "
-            "filterpy's ExtendedKalmanFilter in a Python loop (any model)",
+            description=f"compiled: the compiled step where the robot's chain compiles (the same numbers; numba "
+            f"compiles it on first use, about 40 s, then loads it from its disk cache); filterpy: filterpy's "
+            f"ExtendedKalmanFilter in a Python loop (any model); auto: compiled from {AUTO_COMPILED_SAMPLES:,} "
+            "samples on, where it saves more than its first compilation costs, else filterpy",
         )
 
         @model_validator(mode="after")
@@ -244,7 +252,8 @@ class EKFEstimator(Estimator):
         ds = problem.dataset
         signals = {k: np.asarray(getattr(ds, k), float) for k in (*SIGNALS, "tau")}
         lam0 = self._initial_parameters(problem.base_parameter_names)
-        chain = CompiledChain.from_problem(problem) if self.engine == "auto" else None
+        compiled = self.engine == "compiled" or (self.engine == "auto" and problem.n_samples >= AUTO_COMPILED_SAMPLES)
+        chain = CompiledChain.from_problem(problem) if compiled else None
         measurements = self.preset_value("measurements")
         process = EulerProcessModel(
             problem.base.regressor, problem.n_dof, problem.base.count, float(ds.dt), measurements, chain
