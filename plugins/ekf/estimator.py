@@ -155,8 +155,9 @@ class EKFEstimator(Estimator):
             "auto",
             description=f"compiled: the compiled step where the robot's chain compiles (the same numbers; numba "
             f"compiles it on first use, about 40 s, then loads it from its disk cache); filterpy: filterpy's "
-            f"ExtendedKalmanFilter in a Python loop (any model); auto: compiled from {AUTO_COMPILED_SAMPLES:,} "
-            "samples on, where it saves more than its first compilation costs, else filterpy",
+            f"ExtendedKalmanFilter in a Python loop (any model); auto: the EKF compiled from "
+            f"{AUTO_COMPILED_SAMPLES:,} samples on, where it saves more than its first compilation costs, else "
+            "filterpy; the sampling filters' process model compiled always (its first compilation about 7 s)",
         )
 
         @model_validator(mode="after")
@@ -170,6 +171,8 @@ class EKFEstimator(Estimator):
 
     #: what this filter's ``auto`` preset sets unlike the EKF's (the sigma-point filters' tighter prior)
     auto_overrides: ClassVar[dict] = {}
+    #: ``engine: auto`` compiles from this many samples on (the EKF's step: :data:`AUTO_COMPILED_SAMPLES`)
+    compile_from: ClassVar[int] = AUTO_COMPILED_SAMPLES
 
     def preset_value(self, key: str):
         """The value of option ``key`` that runs: the one given, else the preset's."""
@@ -252,7 +255,7 @@ class EKFEstimator(Estimator):
         ds = problem.dataset
         signals = {k: np.asarray(getattr(ds, k), float) for k in (*SIGNALS, "tau")}
         lam0 = self._initial_parameters(problem.base_parameter_names)
-        compiled = self.engine == "compiled" or (self.engine == "auto" and problem.n_samples >= AUTO_COMPILED_SAMPLES)
+        compiled = self.engine == "compiled" or (self.engine == "auto" and problem.n_samples >= self.compile_from)
         chain = CompiledChain.from_problem(problem) if compiled else None
         measurements = self.preset_value("measurements")
         process = EulerProcessModel(
