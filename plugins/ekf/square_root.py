@@ -61,7 +61,27 @@ def psd_sqrt(Q: np.ndarray) -> np.ndarray:
     return root
 
 
-class SquareRootSigmaFilter(StreamFilter):
+class _CholeskyState(StreamFilter):
+    """The state of a square-root filter: the mean x and the lower Cholesky factor S of P = S Sᵀ, which is kept
+    (only a restart factors a given P)."""
+
+    def _init_state(self, d: int) -> None:
+        self._x, self.S = np.zeros(d), np.eye(d)
+
+    @property
+    def x(self):
+        return self._x
+
+    @property
+    def P(self):
+        return self.S @ self.S.T
+
+    def restart(self, x, P):
+        self._x = x.copy()
+        self.S = np.linalg.cholesky(P)
+
+
+class SquareRootSigmaFilter(_CholeskyState):
     """SR-UKF (``kind`` "ukf", Merwe's points α, β, κ) or SR-CDKF (``kind`` "cdkf", h² = 3) (module docstring).
 
     Args:
@@ -81,19 +101,7 @@ class SquareRootSigmaFilter(StreamFilter):
             self.Wm = np.full(2 * d + 1, 0.5 / CDKF_H2)
             self.Wm[0] = (CDKF_H2 - d) / CDKF_H2
             self.w1, self.w2 = 0.25 / CDKF_H2, (CDKF_H2 - 1.0) / (4.0 * CDKF_H2**2)
-        self._x, self.S = np.zeros(d), np.eye(d)
-
-    @property
-    def x(self):
-        return self._x
-
-    @property
-    def P(self):
-        return self.S @ self.S.T
-
-    def restart(self, x, P):
-        self._x = x.copy()
-        self.S = np.linalg.cholesky(P)
+        self._init_state(d)
 
     def _sigmas(self) -> np.ndarray:
         U = self.gamma * self.S.T  # rows: the columns of S, as filterpy's points take the rows of cholesky(P)ᵀ
@@ -137,7 +145,7 @@ class SquareRootSigmaFilter(StreamFilter):
         return qdd_mean, tau_noise
 
 
-class SquareRootEKF(StreamFilter):
+class SquareRootEKF(_CholeskyState):
     """SR-EKF: the EKF's linearisation (:meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.linearize`)
     with the factor S propagated by QR (module docstring)."""
 
@@ -146,20 +154,8 @@ class SquareRootEKF(StreamFilter):
     def __init__(self, process, schedule, lam0):
         super().__init__(process, schedule, lam0)
         d = process.dim_x
-        self._x, self.S = np.zeros(d), np.eye(d)
+        self._init_state(d)
         self._lin = None
-
-    @property
-    def x(self):
-        return self._x
-
-    @property
-    def P(self):
-        return self.S @ self.S.T
-
-    def restart(self, x, P):
-        self._x = x.copy()
-        self.S = np.linalg.cholesky(P)
 
     def predict(self, tau, qdd, Q):
         lin = self._lin
