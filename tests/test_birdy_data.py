@@ -16,6 +16,7 @@ import robotid_sim as rid
 from robotid_sim.cli import main
 from robotid_sim.errors import ConfigError, DataError
 from robotid_sim.sim.closed_loop_data import (
+    BIRDY_TX40_KTAU,
     BIRDY_TX40_PID,
     NOISE_PRESETS,
     ClosedLoopRecord,
@@ -87,6 +88,20 @@ def test_the_tx40_closed_loop_satisfies_its_inverse_dynamics_under_birdys_gains(
     assert rec.q.shape == (200, 6) and rec.t[1] == pytest.approx(1e-3)
     T = rec.truth
     assert np.abs(tx40.inverse_dynamics(T.q, T.qd, T.qdd) - T.tau).max() <= 1e-9 * _scale(T.tau)
+    q_ref = resolve_excitation(tx40, "default").evaluate(rec.t)[0]
+    assert np.abs(T.q - q_ref).max() < 0.005  # 0.0027 rad with Ktau in the gains, 0.051 without
+
+
+def test_birdys_loop_multiplies_the_pid_by_the_torque_loop_gain():
+    """Regression: BIRDy's control input is Ktau·(Kp·e + Kd·ė + Ki·∫e) (computeControlInput.m); without Ktau the
+    loop was 6.5–35× softer and tracked the excitation within 0.23 rad only, which broke DIDIM's Jacobian
+    approximation (relative error 230 from BIRDy's initial estimate on noise-free data). The tracking itself is
+    checked in test_the_tx40_closed_loop_satisfies_its_inverse_dynamics_under_birdys_gains."""
+    kp = 0.75 * np.array([455.8254, 500.0, 253.7919, 200.2182, 244.3226, 478.4783])
+    kd = np.array([2.5361, 4.1174, 1.1793, 0.5462, 0.5714, 0.1954])
+    np.testing.assert_allclose(BIRDY_TX40_KTAU, [35.24, 32.04, 23.94, 9.05, 15.5, 6.56])
+    np.testing.assert_allclose(BIRDY_TX40_PID.kp, BIRDY_TX40_KTAU * kp, rtol=1e-15)
+    np.testing.assert_allclose(BIRDY_TX40_PID.kd, BIRDY_TX40_KTAU * kd, rtol=1e-15)
 
 
 def test_physics_substeps_stop_the_tx40_wrist_from_chattering():

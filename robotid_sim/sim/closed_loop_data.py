@@ -53,6 +53,7 @@ from robotid_sim.sim.simulate import check_seed, resolve_excitation
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "BIRDY_TX40_KTAU",
     "BIRDY_TX40_PID",
     "NOISE_PRESETS",
     "ClosedLoopRecord",
@@ -173,10 +174,14 @@ class PIDLoop:
         return cls(**gains, **extra)
 
 
-#: BIRDy's final TX40 gains (TX40.m): Kp = 0.75·diag(...), Kd = diag(...), Ki = 0, anti-windup 5, 5 kHz
+#: the TX40's torque-loop gains Ktau (TX40.m), by which BIRDy multiplies its PID's output
+BIRDY_TX40_KTAU = np.array([35.24, 32.04, 23.94, 9.05, 15.5, 6.56])
+
+#: BIRDy's final TX40 loop (TX40.m, computeControlInput.m): u = Ktau·(Kp·e + Kd·ė + Ki·∫e) with Kp = 0.75·diag(...),
+#: Kd = diag(...), Ki = 0, anti-windup 5, 5 kHz; the gains here are the products Ktau·Kp and Ktau·Kd
 BIRDY_TX40_PID = PIDLoop(
-    kp=0.75 * np.array([455.8254, 500.0, 253.7919, 200.2182, 244.3226, 478.4783]),
-    kd=np.array([2.5361, 4.1174, 1.1793, 0.5462, 0.5714, 0.1954]),
+    kp=BIRDY_TX40_KTAU * 0.75 * np.array([455.8254, 500.0, 253.7919, 200.2182, 244.3226, 478.4783]),
+    kd=BIRDY_TX40_KTAU * np.array([2.5361, 4.1174, 1.1793, 0.5462, 0.5714, 0.1954]),
     ki=np.zeros(6),
     anti_windup=5.0,
     control_rate_hz=5000.0,
