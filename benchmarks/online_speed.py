@@ -16,12 +16,15 @@ sample, which decides whether it keeps up with the robot: at 1 kHz it must stay 
 
 A filter that diverges from the default start (λ0 = 0.1) says where, and its cost is measured again from
 λ0 = 1.1 × the truth (CAD-like values). Times are wall-clock of one fit after a warm-up fit on the filters'
-record (numba compiles or loads its cache).
+record (numba compiles or loads its cache); ``cpu µs/step`` is the thread CPU time per sample of the filter's
+own loop (``cpu_seconds_per_step``; of the whole fit for the others): the same work, less inflated by other
+processes on a loaded machine. The load average is printed last.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -69,7 +72,8 @@ def main() -> None:
     truth = robot.base_parameters().true_values()
     size = f"{ds.n_samples} samples ({args.seconds:g} s at {args.rate:g} Hz), {problem.base.count} base parameters"
     print(f"{args.robot}: {size}; the filters {short.dataset.n_samples} samples")
-    print(f"{'estimator':10s} {'fit [s]':>9s} {'samples':>8s} {'µs/sample':>10s} {'µs/step':>9s} {'param error':>12s}")
+    header = f"{'estimator':10s} {'fit [s]':>9s} {'samples':>8s} {'µs/sample':>10s} {'µs/step':>9s}"
+    print(f"{header} {'cpu µs/step':>12s} {'param error':>12s}")
     for name in args.estimators.split(","):
         on = short if name in FILTERS else problem
         compiled = {"engine": "compiled"} if name in ("ekf", *FILTERS) else {}  # the step compiled however short
@@ -77,21 +81,24 @@ def main() -> None:
         for label, options in ((label, {**compiled, **options}) for label, options in starts):
             with threadpool_limits(1):  # one core: what a controller's thread has
                 get_estimator(name)(**options).fit(short)
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), time.thread_time()
                 try:
                     model = get_estimator(name)(**options).fit(on)
                 except IdentificationError as exc:  # a filter that diverged: its cost from a start near the truth
                     print(f"{label}: {exc}")
                     continue
-                elapsed = time.perf_counter() - t0
+                elapsed, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
             samples = on.dataset.n_samples
             error = np.linalg.norm(model.base_values() - truth) / np.linalg.norm(truth)
             step = model.diagnostics.get("seconds_per_step")
             epochs = model.diagnostics.get("epochs")
             per_step = 1e6 * (elapsed / (samples * epochs) if epochs else step if step else elapsed / samples)
             per_sample = 1e6 * elapsed / samples
-            print(f"{label:10s} {elapsed:9.2f} {samples:8d} {per_sample:10.1f} {per_step:9.1f} {error:12.2e}")
+            cpu_step = model.diagnostics.get("cpu_seconds_per_step", cpu / samples)
+            row = f"{label:10s} {elapsed:9.2f} {samples:8d} {per_sample:10.1f} {per_step:9.1f}"
+            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e}")
             break
+    print("load average (1, 5, 15 min):", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
 if __name__ == "__main__":

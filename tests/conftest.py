@@ -127,6 +127,24 @@ def stepwise_runs(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
+def prrrp_study(tmp_path_factory) -> tuple:
+    """(robot, noisy identification dataset, noise-free copy of it) of the default scenario (prrrp_seed004),
+    simulated once per test run and shared by the online-estimator and filter tests."""
+    from robotid_sim.scenario.plan import prepare_run, resolve_scenario_path, simulate_dataset
+    from robotid_sim.scenario.schema import load_scenario
+    from robotid_sim.sim.dataset import Dataset
+
+    def make() -> tuple:
+        plan = prepare_run(load_scenario(resolve_scenario_path("prrrp_seed004")))
+        ds = simulate_dataset(plan, "identification")
+        tr = ds.truth
+        clean = Dataset(ds.t, tr.q, tr.qd, tr.qdd, tr.tau, joint_names=ds.joint_names, metadata=ds.metadata)
+        return plan.robot, ds, clean
+
+    return once_per_run(tmp_path_factory, "prrrp_study", make)
+
+
+@pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """The run folder of ``helpers.TINY_SCENARIO`` (``run_scenario``), made once per test run: tests that change it
     work on a copy."""

@@ -15,22 +15,21 @@ from robotid_sim.errors import ConfigError, IdentificationError
 from robotid_sim.identification import IdentificationProblem, load_model
 from robotid_sim.identification.online import noise_std
 from robotid_sim.identification.online_kernels import delta_rule
-from robotid_sim.scenario.plan import prepare_run, resolve_scenario_path, simulate_dataset
-from robotid_sim.scenario.schema import load_scenario
 from robotid_sim.sim.dataset import Dataset
 from robotid_sim.testing import parametrize_with_checks
 
 ONLINE = ("adaline", "hopfield", "ekf")
 
 
+#: one xdist worker runs the filter tests (they share the prrrp study and numba's compiled EKF step and process
+#: model, which a fresh clone compiles once per worker that needs them; pyproject.toml: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("kalman_filters")
+
+
 @pytest.fixture(scope="module")
-def study():
+def study(prrrp_study):
     """(robot, noisy identification dataset, noise-free copy of it) of the default scenario."""
-    plan = prepare_run(load_scenario(resolve_scenario_path("prrrp_seed004")))
-    ds = simulate_dataset(plan, "identification")
-    truth = ds.truth
-    clean = Dataset(ds.t, truth.q, truth.qd, truth.qdd, truth.tau, joint_names=ds.joint_names, metadata=ds.metadata)
-    return plan.robot, ds, clean
+    return prrrp_study
 
 
 @pytest.fixture(scope="module")

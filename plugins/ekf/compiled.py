@@ -27,7 +27,13 @@ import numba
 import numpy as np
 
 from robotid_sim.dynamics import crba
-from robotid_sim.dynamics.crba_kernels import forward_per_copy, friction_per_copy, regressor_serial
+from robotid_sim.dynamics.crba_kernels import (
+    forward_per_copy,
+    friction_per_copy,
+    mass_bias_serial,
+    regressor_serial,
+    rnea_serial,
+)
 from robotid_sim.dynamics.regressor import RegressorChain
 from robotid_sim.envs.dynamics import FRICTION_CODES
 
@@ -90,6 +96,21 @@ class CompiledChain:
         base_regressor(arrays, *(np.ascontiguousarray(s) for s in states), got)
         if not np.allclose(got, expected, rtol=PARITY_TOLERANCE, atol=PARITY_TOLERANCE * np.abs(expected).max()):
             return None
+        # the forward dynamics (CRBA and RNEA with λ on its standard columns) solve the regressor's model
+        x = np.concatenate([states[0][0], states[1][0], rng.uniform(0.5, 1.5, chain.b)])
+        qdd, M, Minv = np.empty(n), np.empty((n, n)), np.empty((n, n))
+        if not forward_one(arrays, x, np.ones(n), qdd, M, Minv):
+            return None
+        lam = x[2 * n :]
+        Y = base.regressor(
+            np.repeat(states[0][:1], n + 2, 0),
+            np.repeat(states[1][:1], n + 2, 0),
+            np.vstack([qdd, np.eye(n + 1, n, -1)]),
+        )
+        expected = np.vstack([[np.ones(n)], (Y[2:] @ lam).T - (Y[1] @ lam)[:, None]])  # τ at qdd, then M's columns
+        got = np.vstack([[Y[0] @ lam], M])
+        if not np.allclose(got, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max()):
+            return None
         return chain
 
 
@@ -114,69 +135,108 @@ def base_regressor(chain, q, qd, qdd, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def linearize(chain, x, tau, qdd, Minv, A):  # pragma: no cover - compiled
-    """The forward dynamics and their Jacobian at state x (d,) with torque τ (n,), as
-    :meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.linearize` computes them: writes qdd (n,),
-    M⁻¹ (n, n) and A = ∂qdd/∂x (n, d); False where M(q, λ) is singular or its inverse not finite."""
+def _on_standard_columns(chain, lam, inert, rotor, fvals):  # pragma: no cover - compiled
+    """λ (b,) put on its standard columns (the others zero): the link inertias ``inert`` (n, 10), rotor
+    inertias ``rotor`` (n,) and friction values ``fvals`` (C, n, k), the same for each of the C copies."""
+    colmap, nrot, standard = chain[6], chain[7], chain[13]
+    block = colmap.shape[1]
+    inert[:] = 0.0
+    rotor[:] = 0.0
+    fvals[:] = 0.0
+    for c in range(standard.shape[0]):
+        j, e = divmod(standard[c], block)
+        if e < 10:
+            inert[j, e] = lam[c]
+        elif e < 10 + nrot:
+            rotor[j] = lam[c]
+        else:
+            for s in range(fvals.shape[0]):
+                fvals[s, j, e - 10 - nrot] = lam[c]
+
+
+@numba.njit(cache=True)
+def forward_one(chain, x, tau, qdd, M, Minv):  # pragma: no cover - compiled
+    """The forward dynamics at state x (d,) with torque τ (n,): writes M(q, λ) (n, n), M⁻¹ and qdd = M⁻¹ (τ − h)
+    (n,), from one CRBA and RNEA (λ on its standard columns, module docstring) and the friction law; False where
+    M is singular or its inverse not finite."""
+    kind, parent, axis, R0, p0, g, colmap, nrot, fkind, alpha, vs, smoothing, unit, standard = chain
     n = tau.shape[0]
-    b = x.shape[0] - 2 * n
-    lam = x[2 * n :]
-    Q = np.empty((2 * n + 1, n))
-    QD = np.empty((2 * n + 1, n))
-    ACC = np.zeros((2 * n + 1, n))
-    for r in range(n + 1):
-        Q[r] = x[:n]
-        QD[r] = x[n : 2 * n]
-        if r:
-            ACC[r, r - 1] = 1.0
-    Y = np.empty((n + 1, n, b))
-    base_regressor(chain, Q[: n + 1], QD[: n + 1], ACC[: n + 1], Y)
-    h = np.zeros(n)
-    M = np.zeros((n, n))
-    for i in range(n):
-        for c in range(b):
-            h[i] += Y[0, i, c] * lam[c]
-    for j in range(n):
-        for i in range(n):
-            s = 0.0
-            for c in range(b):
-                s += Y[j + 1, i, c] * lam[c]
-            M[i, j] = s - h[i]
+    k = unit.shape[0]
+    inert, rotor, fvals = np.empty((n, 10)), np.empty(n), np.empty((1, n, k))
+    _on_standard_columns(chain, x[2 * n :], inert, rotor, fvals)
+    q = np.empty((1, n))
+    qd = np.empty((1, n))
+    q[0] = x[:n]
+    qd[0] = x[n : 2 * n]
+    Ms = np.empty((1, n, n))
+    h = np.empty((1, n))
+    mass_bias_serial(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, Ms, h, True)
+    friction = np.zeros((1, n))
+    if k:
+        friction_per_copy(fkind, fvals, alpha, vs, smoothing, qd, friction)
+    M[:] = Ms[0]
     try:
         Minv[:] = np.linalg.inv(M)
     except Exception:  # noqa: BLE001 - numba catches no narrower class: an exactly singular M
         return False
     if not np.all(np.isfinite(Minv)):
         return False
-    qdd[:] = Minv @ (tau - h)
-    # ∂τ/∂q and ∂τ/∂qd at fixed qdd: forward differences of the inverse dynamics, and Y(q, qd, qdd), one batch
+    qdd[:] = Minv @ (tau - h[0] - friction[0])
+    return True
+
+
+@numba.njit(cache=True)
+def acceleration_jacobian(chain, x, qdd, Minv, A):  # pragma: no cover - compiled
+    """A = ∂qdd/∂x = −M⁻¹ [∂τ/∂q, ∂τ/∂qd, Y(q, qd, qdd)] (n, d) at state x (d,) with acceleration qdd (n,):
+    ∂τ/∂q and ∂τ/∂qd at fixed qdd by forward differences (steps 1e-6·max(1, |·|)) of the inverse dynamics (one
+    batched RNEA and the friction law; the rotor term does not depend on q, qd), Y from one regressor evaluation."""
+    kind, parent, axis, R0, p0, g, colmap, nrot, fkind, alpha, vs, smoothing, unit, standard = chain
+    n = qdd.shape[0]
+    b = x.shape[0] - 2 * n
+    k = unit.shape[0]
+    r = 2 * n + 1
+    inert, rotor, fvals = np.empty((n, 10)), np.empty(n), np.empty((r, n, k))
+    _on_standard_columns(chain, x[2 * n :], inert, rotor, fvals)
     eps = np.empty(2 * n)
+    Q = np.empty((r, n))
+    QD = np.empty((r, n))
+    ACC = np.empty((r, n))
+    for s in range(r):
+        Q[s] = x[:n]
+        QD[s] = x[n : 2 * n]
+        ACC[s] = qdd
     for i in range(n):
         eps[i] = 1e-6 * max(1.0, abs(x[i]))
         eps[n + i] = 1e-6 * max(1.0, abs(x[n + i]))
-    for r in range(2 * n + 1):
-        Q[r] = x[:n]
-        QD[r] = x[n : 2 * n]
-        ACC[r] = qdd
-    for i in range(n):
         Q[1 + i, i] += eps[i]
         QD[n + 1 + i, i] += eps[n + i]
-    Yp = np.empty((2 * n + 1, n, b))
-    base_regressor(chain, Q, QD, ACC, Yp)
-    tq = np.zeros((2 * n + 1, n))
-    for r in range(2 * n + 1):
-        for i in range(n):
-            s = 0.0
-            for c in range(b):
-                s += Yp[r, i, c] * lam[c]
-            tq[r, i] = s
+    tq = np.empty((r, n))
+    rnea_serial(kind, parent, axis, R0, p0, inert, g, Q, QD, ACC, tq)
+    if k:
+        friction = np.empty((r, n))
+        friction_per_copy(fkind, fvals, alpha, vs, smoothing, QD, friction)
+        tq += friction
     J = np.empty((n, 2 * n + b))
     for i in range(n):
-        for r in range(2 * n):
-            J[i, r] = (tq[r + 1, i] - tq[0, i]) / eps[r]
-        for c in range(b):
-            J[i, 2 * n + c] = Yp[0, i, c]
+        for s in range(2 * n):
+            J[i, s] = (tq[s + 1, i] - tq[0, i]) / eps[s]
+    Y = np.empty((1, n, b))
+    base_regressor(chain, Q[:1], QD[:1], ACC[:1], Y)
+    J[:, 2 * n :] = Y[0]
     A[:] = -(Minv @ J)
+
+
+@numba.njit(cache=True)
+def linearize(chain, x, tau, qdd, Minv, A):  # pragma: no cover - compiled
+    """The forward dynamics and their Jacobian at state x (d,) with torque τ (n,), as
+    :meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.linearize` computes them (:func:`forward_one`,
+    :func:`acceleration_jacobian`): writes qdd (n,), M⁻¹ (n, n) and A = ∂qdd/∂x (n, d); False where M(q, λ) is
+    singular or its inverse not finite."""
+    n = tau.shape[0]
+    M = np.empty((n, n))
+    if not forward_one(chain, x, tau, qdd, M, Minv):
+        return False
+    acceleration_jacobian(chain, x, qdd, Minv, A)
     return True
 
 

@@ -2,13 +2,17 @@
 compiled process model, for a chain :class:`~robotid_sim_plugins.ekf.compiled.CompiledChain` accepts.
 
 The same filter as :class:`~robotid_sim_plugins.ekf.stream.PythonEKF` on filterpy's ``ExtendedKalmanFilter``
-(equal to rounding, ``tests/test_filters.py``): the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ with
-(I − KH) P = P − K (P Hᵀ)ᵀ, and F P Fᵀ only changes the rows and columns of q and qd
-(F = I + Δt·[[0, I, 0], [A], [0]]), so a step costs O(d²·m) instead of O(d³).
+(equal to rounding, ``tests/test_filters.py``), written for the structure of the model (d = 2n + b states, m
+measured rows) so that a step costs O(d²·(n + m)) in a few BLAS products instead of O(d³):
+
+- the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as W + (K R − W Hᵀ) Kᵀ, W = P − K (H P): H's rows
+  are unit rows (q, qd) or, for the accelerations, [0, 0, Y(q, qd, qdd)] of the recorded sample (the torque
+  form), so H P and W Hᵀ are rows and columns of P and W and one (n, b) × (b, d) product each;
+- F P Fᵀ only changes the rows and columns of q and qd (F = I + Δt·[[0, I, 0], [A], [0]]).
 
 A sample's predict is made when the next sample arrives (then it is known whether that one starts a new
-recording, where the states restart instead): the step state :class:`EKFState` carries the previous sample's
-linearisation until then. ``fit`` runs :func:`ekf_run` (the loop compiled); ``update(sample)`` calls
+recording, where the states restart instead): the step state :class:`EKFState` carries the linearisation at the
+posterior until then. ``fit`` runs :func:`ekf_run` (the loop compiled); ``update(sample)`` calls
 :func:`ekf_sample` once per sample: the same numbers.
 
 Noise tuple ``noise`` (see :class:`~robotid_sim_plugins.ekf.noise.NoiseSchedule`): ``(r0 (3n,) σ² of
@@ -22,7 +26,7 @@ import math
 
 import numba
 import numpy as np
-from robotid_sim_plugins.ekf.compiled import linearize
+from robotid_sim_plugins.ekf.compiled import acceleration_jacobian, base_regressor, forward_one
 
 #: what :func:`ekf_sample` returns
 OK, SINGULAR, NOT_POSITIVE_DEFINITE = 0, 1, 2
@@ -33,17 +37,19 @@ class EKFState:
 
     Attributes:
         x: (d,) the posterior state; P: (d, d) its covariance.
-        lin: (qdd (n,), A (n, d), x_prior (d,), torque noise R_τ (n, n)) of the last sample, for its predict.
+        lin: (qdd (n,), A (n, d), M (n, n), torque noise of the velocity (n, n)) at the last posterior, for its
+            predict (and M for the next update's noise).
         previous_qdd: (n,) the sample before's qdd (Q's jerk term).
-        flags: int64 [a predict is pending, ``previous_qdd`` holds one, samples seen].
+        flags: int64 [a predict is pending, ``previous_qdd`` holds one, samples seen, ``lin`` is the model's (1) or
+            the recorded acceleration's (0, a mass matrix not positive definite), samples of the latter].
         t: float [the last sample's time since the first sample, the first sample's time].
     """
 
     def __init__(self, n: int, d: int):
         self.x, self.P = np.zeros(d), np.zeros((d, d))
-        self.lin = (np.zeros(n), np.zeros((n, d)), np.zeros(d), np.zeros((n, n)))
+        self.lin = (np.zeros(n), np.zeros((n, d)), np.zeros((n, n)), np.zeros((n, n)))
         self.previous_qdd = np.zeros(n)
-        self.flags = np.zeros(3, dtype=np.int64)
+        self.flags = np.zeros(5, dtype=np.int64)
         self.t = np.zeros(2)
 
     @property
@@ -53,29 +59,111 @@ class EKFState:
 
 
 @numba.njit(cache=True)
-def _predict(x, P, qdd, A, x_prior, tau_noise, previous_qdd, flags, t_rel, noise):  # pragma: no cover - compiled
-    """filterpy's predict: x ← fx(x, qdd + A (x − x_prior)), P ← F P Fᵀ + Q, P symmetrised."""
+def positive_definite(M):  # pragma: no cover - compiled
+    """Whether the symmetric M (n, n) (its lower triangle) has a Cholesky factor."""
+    n = M.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False
+        L[j, j] = math.sqrt(s)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    return True
+
+
+@numba.njit(cache=True)
+def _linearize(chain, x, tau, acc, qdd, A, M, noise_q, flags, noise):  # pragma: no cover - compiled
+    """The linearisation at the posterior x (d,) with torque τ (n,) for the next predict
+    (:func:`~robotid_sim_plugins.ekf.stream.posterior_linearization`): qdd, A, M and the torque noise of the
+    velocity, for correlated noise where the torque rows are measured; where M is not positive definite and the
+    accelerations are measured, the recorded acceleration ``acc`` (n,) with A = 0 and its noise diag(σ_qdd²)
+    instead. False: M is singular."""
+    r0, tau_var, rows = noise[0], noise[1], noise[9]
+    n = qdd.shape[0]
+    Minv = np.empty((n, n))
+    if not forward_one(chain, x, tau, qdd, M, Minv):
+        return False
+    if rows[rows.shape[0] - 1] >= 2 * n and not positive_definite(M):
+        qdd[:] = acc
+        A[:] = 0.0
+        noise_q[:] = 0.0
+        for i in range(n):
+            noise_q[i, i] = r0[2 * n + i]
+        flags[3] = 0
+        flags[4] += 1
+        return True
+    noise_q[:] = (Minv * tau_var[None, :]) @ Minv.T
+    m = rows.shape[0]
+    first = 0  # the first torque row
+    while first < m and rows[first] < 2 * n:
+        first += 1
+    mt = m - first
+    G = np.zeros((n, mt))
+    Y = np.empty((1, n, x.shape[0] - 2 * n))
+    if mt:  # the torque's noise is in the predict's input and in the update's residual: correlated noise
+        qs, qds = np.ascontiguousarray(x[:n]).reshape(1, n), np.ascontiguousarray(x[n : 2 * n]).reshape(1, n)
+        base_regressor(chain, qs, qds, np.ascontiguousarray(acc).reshape(1, n), Y)
+        MR = (M * r0[2 * n :][None, :]) @ M.T
+        RT = np.empty((mt, mt))
+        C = np.empty((n, mt))
+        resid = np.empty(mt)
+        for a in range(mt):
+            i = rows[first + a] - 2 * n
+            for c in range(mt):
+                RT[a, c] = MR[i, rows[first + c] - 2 * n]
+            RT[a, a] += tau_var[i]
+            C[:, a] = Minv[:, i] * tau_var[i]
+            resid[a] = tau[i] - np.dot(Y[0, i], x[2 * n :])
+        G = C @ np.linalg.inv(RT)
+        qdd -= G @ resid
+        noise_q -= G @ C.T
+    acceleration_jacobian(chain, x, qdd, Minv, A)
+    for a in range(mt):
+        i = rows[first + a] - 2 * n
+        for r in range(n):
+            A[r, 2 * n :] += G[r, a] * Y[0, i]
+    flags[3] = 1
+    return True
+
+
+@numba.njit(cache=True)
+def _predict(x, P, qdd, A, noise_q, previous_qdd, flags, t_rel, noise):  # pragma: no cover - compiled
+    """filterpy's predict from the posterior: x ← fx(x, qdd), P ← F P Fᵀ + Q, F = I + Δt·[[0, I, 0], [A], [0]] (its
+    A-rows only where ``lin`` is the model's); P's q and qd rows and columns symmetrised (the rest is P's)."""
     unit_state, floor, q_lam, annealing, dt = noise[4], noise[5], noise[6], noise[7], noise[8]
     n = qdd.shape[0]
     d = x.shape[0]
-    u = qdd + A @ (x - x_prior)
+    model = flags[3] == 1
     for i in range(n):
         x[i] += dt * x[n + i]
+        x[n + i] += dt * qdd[i]
+    # F P: rows q += Δt·rows qd, rows qd += Δt·A P. Then (F P) Fᵀ on the columns, with (F P) Aᵀ = B + the same rows
+    # of B changed, B = P Aᵀ = (A P)ᵀ (P symmetric): no second (d, d) product
+    AP = A @ P if model else np.zeros((1, 1))
+    B = np.ascontiguousarray(AP.T) if model else np.zeros((1, 1))
     for i in range(n):
-        x[n + i] += dt * u[i]
-    # F P Fᵀ, F = I + Δt G: rows q += Δt·rows qd, rows qd += Δt·A P; then the same on the columns
-    AP = A @ P
-    for j in range(d):
-        for i in range(n):
+        for j in range(d):
             P[i, j] += dt * P[n + i, j]
+    if model:
+        ABt = A @ B  # (F P) Aᵀ on the rows of qd: B's plus Δt·A P Aᵀ
         for i in range(n):
-            P[n + i, j] += dt * AP[i, j]
-    PA = P @ A.T
+            for j in range(d):
+                P[n + i, j] += dt * AP[i, j]
+            for j in range(n):
+                B[i, j] += dt * B[n + i, j]
+                B[n + i, j] += dt * ABt[i, j]
     for r in range(d):
         for i in range(n):
             P[r, i] += dt * P[r, n + i]
-        for i in range(n):
-            P[r, n + i] += dt * PA[r, i]
+            if model:
+                P[r, n + i] += dt * B[r, i]
     if unit_state:
         for i in range(2 * n):
             P[i, i] += 1.0
@@ -86,52 +174,103 @@ def _predict(x, P, qdd, A, x_prior, tau_noise, previous_qdd, flags, t_rel, noise
             if flags[1]:
                 P[n + i, n + i] += (0.5 * dt * (qdd[i] - previous_qdd[i])) ** 2
             for j in range(n):
-                P[n + i, n + j] += dt * dt * tau_noise[i, j]
+                P[n + i, n + j] += dt * dt * noise_q[i, j]
     decay = 1.0 if math.isinf(annealing) else math.exp(-t_rel / annealing)
     for i in range(2 * n, d):
         P[i, i] += q_lam * decay
-    for i in range(d):
-        for j in range(i):
-            s = 0.5 * (P[i, j] + P[j, i])
+    for i in range(2 * n):
+        for j in range(d):
+            if j < i or j >= 2 * n:
+                s = 0.5 * (P[i, j] + P[j, i])
+                P[i, j] = s
+                P[j, i] = s
+
+
+@numba.njit(cache=True)
+def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # pragma: no cover - compiled
+    """filterpy's update (Joseph form) with the measured rows: q and qd rows z − x, accelerations in the torque
+    form τ − Y(q, qd, qdd) λ of the recorded sample with noise diag(σ_τ²) + M diag(σ_qdd²) Mᵀ (M at the prior; the
+    second term only where M is ``physical``, positive definite); R(t) tempered. False: S is singular (P no longer
+    a covariance)."""
+    r0, tau_var, tempering, warmup, rows = noise[0], noise[1], noise[2], noise[3], noise[9]
+    n = q.shape[0]
+    d = x.shape[0]
+    b = d - 2 * n
+    m = rows.shape[0]
+    first = 0  # the first torque row
+    while first < m and rows[first] < 2 * n:
+        first += 1
+    mt = m - first
+    H = np.empty((mt, b))  # the torque rows' λ-block
+    if mt:
+        Y = np.empty((1, n, b))
+        base_regressor(chain, q.reshape(1, n), qd.reshape(1, n), acc.reshape(1, n), Y)
+        for a in range(mt):
+            H[a] = Y[0, rows[first + a] - 2 * n]
+    HP = np.empty((m, d))
+    y = np.empty(m)
+    for a in range(first):
+        HP[a] = P[rows[a]]
+        y[a] = z[a] - x[rows[a]]
+    HP[first:] = H @ np.ascontiguousarray(P[2 * n :])
+    lam = x[2 * n :]
+    for a in range(mt):
+        y[first + a] = tau[rows[first + a] - 2 * n] - np.dot(H[a], lam)
+    scale = 1.0 + tempering * math.exp(-t_rel / warmup) if tempering else 1.0
+    R = np.zeros((m, m))
+    for a in range(first):
+        R[a, a] = r0[rows[a]] * scale
+    if mt:
+        MR = (M * r0[2 * n :][None, :]) @ M.T if physical else np.zeros((n, n))
+        for a in range(mt):
+            i = rows[first + a] - 2 * n
+            for c in range(mt):
+                R[first + a, first + c] = MR[i, rows[first + c] - 2 * n] * scale
+            R[first + a, first + a] += tau_var[i] * scale
+    S = R.copy()
+    for c in range(first):
+        S[:, c] += HP[:, rows[c]]
+    S[:, first:] += np.ascontiguousarray(HP[:, 2 * n :]) @ H.T
+    for a in range(m):
+        for c in range(a):
+            s = 0.5 * (S[a, c] + S[c, a])
+            S[a, c] = s
+            S[c, a] = s
+    # Kᵀ = S⁻¹ H P with S scaled to unit diagonal first: its rows differ by orders (q's σ² beside τ's), and the
+    # inverse of the scaled matrix is as exact as its much smaller condition number allows
+    scale_s = 1.0 / np.sqrt(np.diag(S))
+    try:
+        S_inv = scale_s[:, None] * np.linalg.inv(scale_s[:, None] * S * scale_s[None, :]) * scale_s[None, :]
+    except Exception:  # noqa: BLE001 - numba catches no narrower class: S singular, P no longer a covariance
+        return False
+    Kt = S_inv @ HP
+    x += Kt.T @ y
+    # Joseph: W = (I − KH) P, then W (I − KH)ᵀ + K R Kᵀ = W + (K R − W Hᵀ) Kᵀ
+    W = P - Kt.T @ HP
+    WH = np.empty((d, m))
+    for a in range(first):
+        WH[:, a] = W[:, rows[a]]
+    WH[:, first:] = np.ascontiguousarray(W[:, 2 * n :]) @ H.T
+    C = (Kt.T @ R - WH) @ Kt
+    for i in range(d):  # P = W + C, symmetrised
+        for j in range(i + 1):
+            s = 0.5 * (W[i, j] + C[i, j] + W[j, i] + C[j, i])
             P[i, j] = s
             P[j, i] = s
-
-
-@numba.njit(cache=True)
-def _times_ht(P, A, rows):  # pragma: no cover - compiled
-    """P Hᵀ (d, m) for H's ``rows`` (m,) of [[I, 0], [A]] (rows < 2n unit rows, the others rows of A (n, d))."""
-    n2 = 2 * A.shape[0]
-    PA = P @ A.T
-    out = np.empty((P.shape[0], rows.shape[0]))
-    for a in range(rows.shape[0]):
-        ra = rows[a]
-        out[:, a] = P[:, ra] if ra < n2 else PA[:, ra - n2]
-    return out
-
-
-@numba.njit(cache=True)
-def _h_times(B, A, rows):  # pragma: no cover - compiled
-    """H B (m, k) of B (d, k) for H's ``rows`` (m,), as :func:`_times_ht`."""
-    n2 = 2 * A.shape[0]
-    AB = A @ B
-    out = np.empty((rows.shape[0], B.shape[1]))
-    for a in range(rows.shape[0]):
-        ra = rows[a]
-        out[a] = B[ra] if ra < n2 else AB[ra - n2]
-    return out
+    return True
 
 
 @numba.njit(cache=True)
 def ekf_sample(
-    chain, x, P, qdd, A, x_prior, tau_noise, previous_qdd, flags, t, q, qd, z, tau, t_k, restart, noise
+    chain, x, P, qdd, A, M, noise_q, previous_qdd, flags, t, q, qd, acc, z, tau, t_k, restart, noise
 ):  # pragma: no cover  # noqa: E501
     """One sample: the previous sample's predict (or, at a restart, the states from this sample's q, qd
-    with P0's blocks, λ and its covariance carried on), then the update with the measurement z (m,) and
-    torque τ (n,). Returns :data:`OK`, :data:`SINGULAR` or :data:`NOT_POSITIVE_DEFINITE` (after an update other
-    than the first, a diagonal entry of P not positive; a Cholesky factorisation, O(d³), is checked by
-    :func:`ekf_run` at its eigenvalue checks only)."""
-    r0, tau_var, tempering, warmup = noise[0], noise[1], noise[2], noise[3]
-    rows, P0, lam0 = noise[9], noise[10], noise[11]
+    with P0's blocks, λ and its covariance carried on), the update with the measurement z (m,), the recorded
+    acceleration ``acc`` and torque τ (n,), then the linearisation at the posterior for the next predict.
+    Returns :data:`OK`, :data:`SINGULAR` or :data:`NOT_POSITIVE_DEFINITE` (after an update other than the first, a
+    diagonal entry of P not positive; a Cholesky factorisation, O(d³), is checked by :func:`ekf_run` at its
+    eigenvalue checks only)."""
+    P0, lam0 = noise[10], noise[11]
     n = q.shape[0]
     d = x.shape[0]
     if flags[2] == 0:
@@ -149,47 +288,15 @@ def ekf_sample(
         if first:
             x[2 * n :] = lam0
         flags[1] = 0
+        if not forward_one(chain, x, tau, qdd, M, np.empty((n, n))):  # M at the prior, for R
+            return SINGULAR
+        flags[3] = positive_definite(M)
     elif flags[0]:
-        _predict(x, P, qdd, A, x_prior, tau_noise, previous_qdd, flags, t[0], noise)
+        _predict(x, P, qdd, A, noise_q, previous_qdd, flags, t[0], noise)
         previous_qdd[:] = qdd
         flags[1] = 1
-    x_prior[:] = x
-    if not linearize(chain, x, tau, qdd, tau_noise, A):
-        return SINGULAR
-    Minv = tau_noise.copy()
-    tau_noise[:] = Minv @ np.diag(tau_var) @ Minv.T
-    # R(t) on the measured rows and the innovation y = z − h(x); H's rows are unit rows (q, qd) or A's (qdd)
-    m = rows.shape[0]
-    scale = 1.0 + tempering * math.exp(-t_rel / warmup) if tempering else 1.0
-    R = np.zeros((m, m))
-    y = np.empty(m)
-    for a in range(m):
-        ra = rows[a]
-        R[a, a] = r0[ra]
-        for c in range(m):
-            rc = rows[c]
-            if ra >= 2 * n and rc >= 2 * n:
-                R[a, c] += tau_noise[ra - 2 * n, rc - 2 * n]
-        y[a] = z[a] - (x[ra] if ra < 2 * n else qdd[ra - 2 * n])
-    R *= scale
-    PHT = _times_ht(P, A, rows)
-    S = _h_times(PHT, A, rows) + R
-    # K = P Hᵀ S⁻¹ with S scaled to unit diagonal first: S's rows differ by orders (q's σ² beside qdd's), and the
-    # inverse of the scaled matrix is as exact as its much smaller condition number allows
-    scale_s = 1.0 / np.sqrt(np.diag(S))
-    try:
-        S_inv = scale_s[:, None] * np.linalg.inv(scale_s[:, None] * S * scale_s[None, :]) * scale_s[None, :]
-    except Exception:  # noqa: BLE001 - numba catches no narrower class: S singular, P no longer a covariance
+    if not _update(chain, x, P, M, flags[3] == 1, q, qd, acc, z, tau, t_rel, noise):
         return NOT_POSITIVE_DEFINITE
-    K = PHT @ S_inv
-    x += K @ y
-    W = P - K @ PHT.T  # (I − KH) P; then the Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ, as filterpy
-    P[:] = W + (K @ R - _times_ht(W, A, rows)) @ K.T
-    for i in range(d):
-        for j in range(i):
-            s = 0.5 * (P[i, j] + P[j, i])
-            P[i, j] = s
-            P[j, i] = s
     t[0] = t_rel
     flags[0] = 1
     flags[2] += 1
@@ -197,6 +304,8 @@ def ekf_sample(
         for i in range(d):
             if not P[i, i] > 0.0:
                 return NOT_POSITIVE_DEFINITE
+    if not _linearize(chain, x, tau, acc, qdd, A, M, noise_q, flags, noise):
+        return SINGULAR
     return OK
 
 
@@ -212,40 +321,25 @@ def _cholesky_ok(P):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def ekf_run(
-    chain, state, qs, qds, z, tau, t, starts, noise, stride, check_every, hist, hist_std, at, eigen
+    chain, state, qs, qds, accs, z, tau, t, starts, noise, stride, check_every, hist, hist_std, at, eigen
 ):  # pragma: no cover  # noqa: E501
-    """:func:`ekf_sample` over the stream: q, qd (N, n), z (N, m), τ (N, n), t (N,), ``starts`` (N,) True at
+    """:func:`ekf_sample` over the stream: q, qd, qdd (N, n), z (N, m), τ (N, n), t (N,), ``starts`` (N,) True at
     each recording's first sample. Records λ and its std every ``stride`` samples and at the last (``hist``,
     ``hist_std`` (K, b), ``at`` (K,)), P's smallest eigenvalue every ``check_every`` and at the last (``eigen``).
 
     Returns:
         (:data:`OK` or the failure's code, the sample it happened at).
     """
-    x, P, qdd, A, x_prior, tau_noise, previous_qdd, flags, tt = state
+    x, P, qdd, A, M, noise_q, previous_qdd, flags, tt = state
     N, n = qs.shape
     b = x.shape[0] - 2 * n
     r = 0
     e = 0
     for k in range(N):
         code = ekf_sample(
-            chain,
-            x,
-            P,
-            qdd,
-            A,
-            x_prior,
-            tau_noise,
-            previous_qdd,
-            flags,
-            tt,
-            qs[k],
-            qds[k],
-            z[k],
-            tau[k],
-            t[k],
-            starts[k],
-            noise,
-        )
+            chain, x, P, qdd, A, M, noise_q, previous_qdd, flags, tt, qs[k], qds[k], accs[k], z[k], tau[k], t[k],
+            starts[k], noise,
+        )  # fmt: skip
         if code != OK:
             return code, k
         if k % stride == 0 or k == N - 1:

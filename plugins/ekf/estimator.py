@@ -16,7 +16,8 @@ from robotid_sim.threads import one_blas_thread
 
 #: what each preset sets (an option given explicitly overrides it)
 PRESETS: dict[str, dict] = {
-    # noise from the data, a tempered start and annealed parameter noise: converges from λ0 = 0.1
+    # noise from the data, the accelerations measured (torque form), a tempered start and annealed parameter noise:
+    # converges from λ0 = 0.1 (hyper9 included, whose M(q, λ0) is indefinite)
     "auto": {
         "measurements": ["q", "qd", "qdd"],
         "parameter_std": 1.0,
@@ -62,27 +63,39 @@ class EKFEstimator(Estimator):
     :meth:`run` runs over the stream.
 
     The measured torque τ_k is the input. The model is the identified one: qdd =
-    M(q, λ)⁻¹ (τ − h(q, qd, λ)) from the base regressor (M's columns and h are the regressor at
-    unit and zero accelerations, times λ). The Jacobians (Eq. 28–29) come from the model, for
-    any robot: ∂qdd/∂λ = −M⁻¹ Y(q, qd, qdd) exactly, ∂qdd/∂q and ∂qdd/∂qd by finite differences
-    of the inverse dynamics, all from two batched regressor evaluations per sample.
+    M(q, λ)⁻¹ (τ − h(q, qd, λ)) (M's columns and h are the base regressor at unit and zero accelerations,
+    times λ; for a compiled chain one CRBA and RNEA with λ on its standard columns). The Jacobians (Eq. 28–29)
+    come from the model, for any robot: ∂qdd/∂λ = −M⁻¹ Y(q, qd, qdd) exactly, ∂qdd/∂q and ∂qdd/∂qd by
+    finite differences of the inverse dynamics. The predict linearises at the posterior (x_k|k, Eq. 23), for
+    correlated noise where the accelerations are measured (the measured torque's noise is the predict's input
+    and in the update's torque residual: Simon 2006, §7.1; see
+    :func:`~robotid_sim_plugins.ekf.stream.posterior_linearization`).
 
     Measurements (``measurements``): the joint positions and velocities, and in the ``auto``
-    preset the measured accelerations too, through h = qdd(x, τ_k) — with them the filter sees
-    the dynamics at every sample instead of only through their double integral, which is what
-    leaves seed 004's EKF far off on the small parameters (Table 4: λ3* = −0.0114 for 0.0677).
+    preset the measured accelerations too — with them the filter sees the dynamics at every sample
+    instead of only through their double integral, which is what leaves seed 004's EKF far off on
+    the small parameters (Table 4: λ3* = −0.0114 for 0.0677). The accelerations enter in the torque
+    form: the innovation M(q, λ)·(qdd − qdd(x, τ)) = Y(q, qd, qdd) λ − τ of the recorded sample (the
+    same measurement, premultiplied by M), linear in λ, so the update is exact in λ whatever the
+    estimate, with the noise diag(σ_τ²) + M diag(σ_qdd²) Mᵀ it carries. While the estimate is not a
+    physical model (M(q, λ) not positive definite: λ0 = 0.1 on hyper9 is, for its first 2.5 s), its
+    forward dynamics mean nothing: the predict then takes the recorded acceleration (noise σ_qdd) and
+    leaves λ out of F, and the filter is a recursive least squares in λ until M turns positive
+    definite (``non_physical_samples`` counts those samples). Without measured accelerations (seed004,
+    birdy) the model always predicts.
 
     Presets (``preset``; any option given explicitly overrides the preset's value):
 
-    - ``auto``: measurement noise estimated from the data (third differences, robust), with a
+    - ``auto``: q, qd and qdd measured; measurement noise estimated from the data (third differences, robust), with a
       floor of ``noise_floor`` (1e-3; birdy's 1e-4) times each signal's spread for the Euler step's own error
       (below it, on exact data, the filter is chaotic: on seed 004's noise-free PRRRP record a
       floor of 1e-4 ended within 3e-5 of the truth or, from a λ0 changed by 1e-9, in a singular
       mass matrix at 4.5 s; at 1e-3 it ends within 0.11 % either way); torque
-      noise mapped through M⁻¹ into the velocity process noise and the acceleration
-      measurement; parameter prior λ0 = 0.1 with std 1; a tempered start (R inflated by
-      1 + tempering·e^(−t/warmup_s), so the first steps, linearised far from the parameters,
-      move gently) and parameter process noise 1e-6 annealed as e^(−t/annealing_s).
+      noise mapped through M⁻¹ into the velocity process noise and through M into the torque form's;
+      parameter prior λ0 = 0.1 with std 1; a tempered start (R inflated by
+      1 + tempering·e^(−t/warmup_s), so the first steps, far from the parameters,
+      move gently: on hyper9 the estimate turns physical at 2.5 s with it, at 8 s without) and
+      parameter process noise 1e-6 annealed as e^(−t/annealing_s).
     - ``seed004``: the seed's Eq. 44: λ0 = 0.1, P0 with every entry 1, Q = I, R = 10·I, positions
       and velocities measured (the states start at the first measurement rather than 0.1).
     - ``birdy``: BIRDy's choice: P0_λ = 0.15·diag(|λ0| + 1e-3), parameter process noise 1e-6
@@ -92,9 +105,9 @@ class EKFEstimator(Estimator):
     multi-recording dataset the states restart from its first measurement while λ and its
     covariance carry on. The velocity dead-band does not apply (the filter uses whole samples).
 
-    Torque noise enters as input noise: the prediction and the acceleration measurement both
-    see it, so it biases the estimate like errors in variables (about (σ_τ/(M·rms qdd))² in
-    relative terms); measurement noise on q, qd, qdd does not.
+    Torque noise enters as input noise and in the torque form's residual (correlated, see above); the
+    acceleration's noise enters the regressor of the torque form, so it biases the estimate like errors
+    in variables, as it does least squares on the same data.
 
     Engine (``engine``): ``compiled`` runs the step compiled (numba, cached on disk:
     :mod:`~robotid_sim_plugins.ekf.ekf_kernel`, the loop over samples too) where the robot's chain
@@ -113,9 +126,12 @@ class EKFEstimator(Estimator):
 
     Diagnostics: ``condition_number`` (of the base regressor on the data), ``preset``,
     ``measurements``, ``noise_std`` (the R used, per signal), ``covariance_min_eigenvalue``
-    (smallest eigenvalue of P at 200 evenly spaced steps and the last), ``seconds_per_step``,
-    ``iterations`` (samples), ``model_evaluations`` (the regressor evaluations: 3n + 2 per sample),
+    (smallest eigenvalue of P at 200 evenly spaced steps and the last), ``seconds_per_step`` (wall-clock) and
+    ``cpu_seconds_per_step`` (the thread's CPU time) of the filter's loop per sample,
+    ``iterations`` (samples), ``model_evaluations`` (states the model is evaluated at: 2n + 4 per sample, the
+    forward dynamics, 2n + 1 for the Jacobian, the regressor there and at the recorded sample),
     ``converged`` (the estimate moved less than 1 % over the last 10 % of the stream), ``compiled``,
+    ``non_physical_samples`` (samples whose estimate had a mass matrix not positive definite, see above),
     ``resolved_options`` (every option with the value that ran, presets resolved: see
     :meth:`resolved_options`).
 
@@ -286,8 +302,8 @@ class EKFEstimator(Estimator):
         return run_compiled(process.chain, process, schedule, signals, t, starts, lam0)
 
     def evaluations_per_sample(self, process: EulerProcessModel) -> int:
-        """States at which one sample evaluates the model: the EKF's 3n + 2 regressor evaluations."""
-        return 3 * process.n + 2
+        """States at which one sample evaluates the model: the EKF's 2n + 4 (see the class docstring)."""
+        return 2 * process.n + 4
 
     def _fit(self, problem) -> BaseParameterModel:
         cond = problem.check_excitation() if self.check_excitation else None
@@ -303,10 +319,12 @@ class EKFEstimator(Estimator):
             "noise_std": schedule.noise_std_by_signal(),
             "covariance_min_eigenvalue": min(run.min_eigenvalues),
             "seconds_per_step": run.seconds_per_step,
+            "cpu_seconds_per_step": run.cpu_seconds_per_step,
             "iterations": int(t.shape[0]),
             "model_evaluations": int(t.shape[0]) * self.evaluations_per_sample(process),
             "converged": converged(run.history),
             "compiled": process.chain is not None,
+            "non_physical_samples": run.non_physical_samples,
             "resolved_options": self.resolved_options(process, schedule, lam0),
             **problem.diagnostics(),
         }

@@ -13,6 +13,8 @@ import numpy as np
 from pydantic import Field
 from robotid_sim_plugins.ekf.estimator import EKFEstimator
 
+from robotid_sim.errors import ConfigError
+
 
 class _StreamEstimator(EKFEstimator):
     """An ``ekf``-like estimator whose filter is a :class:`~robotid_sim_plugins.ekf.stream.StreamFilter`.
@@ -20,10 +22,11 @@ class _StreamEstimator(EKFEstimator):
     The ``auto`` preset of the sampling filters (sigma points, particles) differs from the EKF's in two values:
     the prior std of each parameter is the size of λ0 (0.1, not 1: the points spread λ by a multiple of it, and
     at std 1 most of them leave the physical parameters, where M(q, λ) is indefinite and the forward dynamics
-    meaningless) and the tempering is 1e5.
+    meaningless) and the tempering is 1e6 (at 1e5 the CDKFs' estimate on prrrp_seed004 with the scenario noise
+    crosses a singular mass matrix at 2.2 s, in the first seconds' transient).
     """
 
-    auto_overrides: ClassVar[dict] = {"parameter_std": 0.1, "tempering": 1e5}
+    auto_overrides: ClassVar[dict] = {"parameter_std": 0.1, "tempering": 1e6}
     #: ``engine: auto`` compiles their process model (not the EKF's step) on any record: it compiles in about 7 s
     #: and they call it 2·(2d + 1) times a sample
     compile_from: ClassVar[int] = 0
@@ -47,12 +50,14 @@ class _StreamEstimator(EKFEstimator):
 
 
 class UKFEstimator(_StreamEstimator):
-    """Unscented Kalman filter (Julan and Uhlmann; Wan and van der Merwe 2000) on the EKF's augmented state
-    [q, qd, λ], process model and noise (see ``ekf``): filterpy's ``UnscentedKalmanFilter`` with
-    ``MerweScaledSigmaPoints`` (``alpha``, ``beta``, ``kappa``; BIRDy's defaults 0.1, 2, 0), the 2d + 1 sigma
-    points through the forward dynamics in one batched (compiled, for a chain) call per step
-    (:mod:`~robotid_sim_plugins.ekf.sigma`). No Jacobian: the transform sees the model's curvature to second
-    order.
+    """Unscented Kalman filter (Julier and Uhlmann; Wan and van der Merwe 2000) on the EKF's augmented state
+    [q, qd, λ], process model and noise (see ``ekf``), for additive noise: the 2d + 1 points of filterpy's
+    ``MerweScaledSigmaPoints`` (``alpha``, ``beta``, ``kappa``; BIRDy's defaults 0.1, 2, 0) drawn from P before
+    the predict and from the predicted P before the update (:mod:`~robotid_sim_plugins.ekf.sigma`). No Jacobian:
+    the transform sees the model's curvature to second order. The points that move λ only share one basis of
+    the model (it is linear in λ), so a sample costs 8n full forward dynamics plus small solves, not 2(2d + 1).
+    A mean whose mass matrix stops being positive definite is reported as a singular mass matrix (the filter
+    left the physical parameters).
 
     Diagnostics as ``ekf``'s, with ``iterations`` (samples), ``model_evaluations`` (states the forward dynamics
     was evaluated at) and ``converged`` (the estimate moved less than 1 % over the last 10 % of the stream).
@@ -74,12 +79,14 @@ class UKFEstimator(_StreamEstimator):
 
 class CDKFEstimator(_StreamEstimator):
     """Central-difference Kalman filter (Nørgaard, Poulsen and Ravn 2000) on the EKF's model and noise (see
-    ``ekf``): Stirling's interpolation with h² = 3 instead of the unscented transform, on filterpy's
-    ``UnscentedKalmanFilter`` with the central-difference points and transform
-    (:class:`~robotid_sim_plugins.ekf.sigma.CentralDifferencePoints`). Diagnostics as ``ukf``'s."""
+    ``ekf``): Stirling's interpolation with h² = 3 instead of the unscented transform, the points drawn as the
+    ``ukf``'s (:class:`~robotid_sim_plugins.ekf.sigma.SigmaRule`). Diagnostics as ``ukf``'s."""
 
     name = "cdkf"
     biased = True  # the Euler step, as the EKF's (see ekf)
+    #: the points sit at h = √3 standard deviations, the UKF's at α·√d (0.54 on a 5-joint arm): a prior std of
+    #: 0.03 spreads λ by about as much as the UKF's 0.1 (at 0.1 most points leave the physical parameters)
+    auto_overrides: ClassVar[dict] = {**_StreamEstimator.auto_overrides, "parameter_std": 0.03}
 
     def make_filter(self, process, schedule, lam0):
         from robotid_sim_plugins.ekf.sigma import SigmaPointFilter
@@ -95,9 +102,11 @@ class SRUKFEstimator(UKFEstimator):
     name = "sr_ukf"
 
     def make_filter(self, process, schedule, lam0):
+        from robotid_sim_plugins.ekf.sigma import SigmaRule
         from robotid_sim_plugins.ekf.square_root import SquareRootSigmaFilter
 
-        return SquareRootSigmaFilter(process, schedule, lam0, "ukf", self.alpha, self.beta, self.kappa)
+        rule = SigmaRule.unscented(process.dim_x, self.alpha, self.beta, self.kappa)
+        return SquareRootSigmaFilter(process, schedule, lam0, rule, self.name)
 
 
 class SRCDKFEstimator(CDKFEstimator):
@@ -107,9 +116,10 @@ class SRCDKFEstimator(CDKFEstimator):
     name = "sr_cdkf"
 
     def make_filter(self, process, schedule, lam0):
+        from robotid_sim_plugins.ekf.sigma import SigmaRule
         from robotid_sim_plugins.ekf.square_root import SquareRootSigmaFilter
 
-        return SquareRootSigmaFilter(process, schedule, lam0, "cdkf")
+        return SquareRootSigmaFilter(process, schedule, lam0, SigmaRule.central_difference(process.dim_x), self.name)
 
 
 class SREKFEstimator(_StreamEstimator):
@@ -131,16 +141,18 @@ class SREKFEstimator(_StreamEstimator):
 
 
 class PFEstimator(_StreamEstimator):
-    """Particle filter (sequential importance resampling; Gordon, Salmond and Smith 1993) on the EKF's model
-    and noise (see ``ekf``): ``particles`` states [q, qd, λ] drawn from the prior N(x0, P0), each moved by the
-    Euler step of its own forward dynamics (one batched call per sample) plus the process noise, weighted by the
-    Gaussian likelihood of the measurement with R(t); resampled with filterpy's ``systematic_resample`` when the
-    effective sample size falls below half. The parameters are the particles' static state: after each
-    resampling they are roughened (Gordon et al.: a jitter of ``roughening``·N^(−1/b) times each parameter's
-    spread over the particles, with Liu and West's shrinkage so that the spread does not grow) so that the cloud
-    keeps exploring
-    (:mod:`~robotid_sim_plugins.ekf.particle`). The estimate is the weighted mean; the covariance the particles'.
-    Draws come from ``seed``. Diagnostics as ``ekf``'s.
+    """Particle filter on the EKF's model and noise (see ``ekf``), Rao–Blackwellised (Schön, Gustafsson and
+    Nordlund 2005): the parameters enter the torque linearly and are static, so each of the ``particles`` samples
+    only the joint states [q, qd] and carries a Gaussian over λ (from the prior N(λ0, P0_λ)), updated by the exact
+    Kalman step on the measured torque τ = Y(q, qd, qdd) λ at its states (the EKF's torque form). The states move
+    by the Euler step with the recorded acceleration; their process noise is drawn from its optimal proposal given
+    the measured q and qd; the weights are the predictive likelihoods of q, qd and τ (only a share of them where
+    all would leave fewer than half the particles effective: progressive correction); resampled with filterpy's
+    ``systematic_resample`` when the effective sample size falls below half, then the particles' means of λ
+    roughened (Gordon et al.: a jitter of ``roughening``·N^(−1/b) times their spread, with Liu and West's
+    shrinkage so that the spread does not grow) (:mod:`~robotid_sim_plugins.ekf.particle`). The estimate is the
+    weighted mean; the covariance the mixture's. Draws come from ``seed``. The accelerations must be measured
+    (``measurements`` with ``qdd``, as the ``auto`` preset has). Diagnostics as ``ekf``'s.
     """
 
     name = "pf"
@@ -152,11 +164,17 @@ class PFEstimator(_StreamEstimator):
         seed: int = Field(0, ge=0, description="seed of the particles' draws")
 
     def make_filter(self, process, schedule, lam0):
+        """The filter; raises :class:`~robotid_sim.errors.ConfigError` where the accelerations are not measured."""
         from robotid_sim_plugins.ekf.particle import ParticleFilter
 
+        if "qdd" not in process.measurements:
+            raise ConfigError(
+                "estimator 'pf' needs the measured accelerations: add 'qdd' to measurements (the auto preset has it)"
+            )
         return ParticleFilter(
             process, schedule, lam0, self.particles, self.roughening, np.random.default_rng(self.seed)
         )
 
     def evaluations_per_sample(self, process) -> int:
+        """One regressor per particle."""
         return self.particles

@@ -104,6 +104,23 @@ class NoiseSchedule:
             R *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
         return R
 
+    def update_noise(self, M: np.ndarray | None, rows: np.ndarray, t: float) -> np.ndarray:
+        """(m, m) R(t) of the EKF's measured ``rows`` (m,) of [q, qd, qdd], the accelerations in the torque form
+        τ − Y(q, qd, qdd) λ: diag(σ_q², σ_qd²) and, on the rows of qdd, diag(σ_τ²) + M diag(σ_qdd²) Mᵀ (what the
+        torque's noise and the acceleration's make in that residual; M (n, n) the mass matrix at the prior, None
+        where it is not positive definite: no physical model to map the acceleration's noise), all times
+        1 + c·e^(−t/T_w)."""
+        n = self.n
+        s = self.measurement_std
+        R = np.zeros((3 * n, 3 * n))
+        R[: 2 * n, : 2 * n] = np.diag(np.concatenate([s["q"] ** 2, s["qd"] ** 2]))
+        R[2 * n :, 2 * n :] = np.diag(self.torque_std**2)
+        if M is not None:
+            R[2 * n :, 2 * n :] += (M * s["qdd"] ** 2) @ M.T
+        if self.tempering:
+            R *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
+        return R[np.ix_(rows, rows)]
+
     def process_noise(
         self, qdd: np.ndarray, previous_qdd: np.ndarray | None, torque_noise: np.ndarray, t: float, dt: float
     ) -> np.ndarray:

@@ -1,145 +1,174 @@
-"""Sigma-point filters on the EKF's process model: UKF and CDKF on filterpy's ``UnscentedKalmanFilter``.
+"""Sigma-point filters on the EKF's process model: the UKF and the CDKF, for additive noise.
 
-- UKF: filterpy's ``MerweScaledSigmaPoints`` (α, β, κ; BIRDy's defaults α = 0.1, β = 2, κ = 0) and its
-  unscented transform.
-- CDKF (central-difference Kalman filter, Nørgaard, Poulsen and Ravn 2000): the points x ± h·√P columns with
-  h² = 3 (the value for a Gaussian prior), mean weights (h² − d)/h² and 1/(2h²), and the transform of Stirling's
-  interpolation: P = Σᵢ w₁ (χᵢ − χ_{d+i})(…)ᵀ + w₂ (χᵢ + χ_{d+i} − 2χ₀)(…)ᵀ, w₁ = 1/(4h²), w₂ = (h² − 1)/(4h⁴),
-  cross-covariance Σᵢ w₁ (χᵢ − χ_{d+i})(zᵢ − z_{d+i})ᵀ: :class:`CentralDifferencePoints`, a points class
-  filterpy's filter takes, with its transform passed as filterpy's ``UT``.
+Both draw the 2d + 1 points x, x ± γ·Lₖ (Lₖ the columns of P's lower Cholesky factor) before the predict and
+again, from the predicted mean and covariance, before the update (the additive-noise form of Wan and van der
+Merwe 2000, and BIRDy's and ReBEL's CDKF): the update's points then carry the process noise Q, and the
+cross-covariance is the exact (1/2γ)·L (Z₊ − Z₋) of the points' measurements Z instead of an approximation from
+the propagated points.
 
-Both run filterpy's predict and update unchanged; the sigma points go through the process model in one batched
-call each (:meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.forward_many`, compiled for a chain)
-instead of one Python call per point, and the cross-covariance is one product instead of a loop of outer
-products (:class:`BatchedUKF`).
+- UKF (Julier and Uhlmann; Wan and van der Merwe 2000): γ and the weights of filterpy's
+  ``MerweScaledSigmaPoints`` (α, β, κ; BIRDy's defaults α = 0.1, β = 2, κ = 0).
+- CDKF (central-difference Kalman filter, Nørgaard, Poulsen and Ravn 2000): γ = h = √3 (h² = 3, the value for a
+  Gaussian prior), mean weights (h² − d)/h² and 1/(2h²), covariance by Stirling's interpolation
+  w₁ Σ (χᵢ − χ_{d+i})(…)ᵀ + w₂ Σ (χᵢ + χ_{d+i} − 2χ₀)(…)ᵀ, w₁ = 1/(4h²), w₂ = (h² − 1)/(4h⁴).
+
+Both transforms are one :class:`SigmaRule`: for propagated values V of the points, the covariance is
+FᵀF + SᵀS + c·vvᵀ with the first-order root F = (V₊ − V₋)/(2γ) (both rules: 2Wᵢγ² = 4w₁h² = 1), the
+second-order root S = √w (V₊ + V₋ − 2·ref) (UKF: w = Wᵢ/2, ref the mean; CDKF: w = w₂, ref V₀) and the centre
+term (UKF: c = Wc₀, v = V₀ − mean; CDKF: none). The Euler step f(χ) = χ + Δt·[qd, qdd, 0] only changes q and qd,
+so the predicted covariance is P + the first-order cross terms on the rows and columns of q and qd plus Δt² times
+the transform of g = [qd, qdd] (the 2n × 2n block) and Q: O(d²·n) instead of O(d³). The points' dynamics come
+from :meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.sigma_dynamics` (the points that move only λ
+share one basis of the model).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
+from filterpy.kalman import MerweScaledSigmaPoints
+from robotid_sim_plugins.ekf.process import SingularMassMatrix
 from robotid_sim_plugins.ekf.stream import StreamFilter
-from scipy.linalg import cholesky
 
 #: h² of the central-difference points: 3, optimal for a Gaussian prior (Nørgaard et al. 2000)
 CDKF_H2 = 3.0
 
 
-class CentralDifferencePoints:
-    """The central-difference sigma points of dimension ``n`` in filterpy's points interface (``n``,
-    ``num_sigmas()``, ``sigma_points(x, P)``, ``Wm``, ``Wc``), with the CDKF's transform and cross-covariance.
+@dataclass(frozen=True)
+class SigmaRule:
+    """The spread and weights of a sigma-point transform over the points x, x ± γ·Lₖ (module docstring).
 
-    Args:
-        n: the state dimension.
-        h2: h², the square of the half step (:data:`CDKF_H2`).
+    Attributes:
+        gamma: γ, the points' spread in units of the factor's columns.
+        Wm: (2d + 1,) the mean weights.
+        second: w of the second-order root √w (V₊ + V₋ − 2·ref).
+        centre: c, the weight of the centre term (0: none).
+        about_mean: ref is the mean (UKF) instead of the centre point V₀ (CDKF).
     """
 
-    def __init__(self, n: int, h2: float = CDKF_H2):
-        self.n, self.h2 = n, float(h2)
-        self.Wm = np.full(2 * n + 1, 0.5 / self.h2)
-        self.Wm[0] = (self.h2 - n) / self.h2
-        self.Wc = self.Wm.copy()  # filterpy reads it; the transform below uses w1, w2
-        self.w1, self.w2 = 0.25 / self.h2, (self.h2 - 1.0) / (4.0 * self.h2**2)
+    gamma: float
+    Wm: np.ndarray
+    second: float
+    centre: float
+    about_mean: bool
 
-    def num_sigmas(self) -> int:
-        return 2 * self.n + 1
+    @classmethod
+    def unscented(cls, d: int, alpha: float, beta: float, kappa: float) -> SigmaRule:
+        """The UKF's: filterpy's ``MerweScaledSigmaPoints`` of dimension d."""
+        points = MerweScaledSigmaPoints(d, alpha, beta, kappa)
+        gamma = math.sqrt(d + alpha**2 * (d + kappa) - d)
+        return cls(gamma, points.Wm, 0.5 * points.Wc[1], float(points.Wc[0]), True)
 
-    def sigma_points(self, x: np.ndarray, P: np.ndarray) -> np.ndarray:
-        """(2n + 1, n): x, then x + h·Uₖ, then x − h·Uₖ, Uₖ the rows of P's upper Cholesky factor (filterpy's order)."""
-        U = cholesky(self.h2 * P)
-        return np.vstack([x, x + U, x - U])
+    @classmethod
+    def central_difference(cls, d: int, h2: float = CDKF_H2) -> SigmaRule:
+        """The CDKF's with h² (:data:`CDKF_H2`)."""
+        Wm = np.full(2 * d + 1, 0.5 / h2)
+        Wm[0] = (h2 - d) / h2
+        return cls(math.sqrt(h2), Wm, (h2 - 1.0) / (4.0 * h2**2), 0.0, False)
 
-    def split(self, sigmas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(first-order, second-order) differences (n, k) of propagated points (2n + 1, k): χᵢ − χ_{n+i} and
-        χᵢ + χ_{n+i} − 2χ₀."""
-        n = self.n
-        plus, minus = sigmas[1 : n + 1], sigmas[n + 1 :]
-        return plus - minus, plus + minus - 2.0 * sigmas[0]
+    def roots(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(mean (k,), first-order root (d, k), second-order root (d, k), centre deviation (k,)) of the values
+        V (2d + 1, k) at the points."""
+        d = (V.shape[0] - 1) // 2
+        mean = self.Wm @ V
+        plus, minus = V[1 : d + 1], V[d + 1 :]
+        first = (plus - minus) / (2.0 * self.gamma)
+        second = math.sqrt(self.second) * (plus + minus - 2.0 * (mean if self.about_mean else V[0]))
+        return mean, first, second, V[0] - mean
 
-    def transform(self, sigmas, Wm, Wc, noise_cov=None, mean_fn=None, residual_fn=None):
-        """filterpy's ``UT`` signature: (mean, covariance) of the propagated points by Stirling's interpolation."""
-        first, second = self.split(sigmas)
-        cov = self.w1 * first.T @ first + self.w2 * second.T @ second
-        return Wm @ sigmas, cov if noise_cov is None else cov + noise_cov
-
-    def cross_variance(self, sigmas_f: np.ndarray, sigmas_h: np.ndarray) -> np.ndarray:
-        """(n, m) Σᵢ w₁ (χᵢ − χ_{n+i})(zᵢ − z_{n+i})ᵀ of the points (2n + 1, n) and their measurements (2n + 1, m)."""
-        return self.w1 * self.split(sigmas_f)[0].T @ self.split(sigmas_h)[0]
-
-
-class BatchedUKF(UnscentedKalmanFilter):
-    """filterpy's UKF whose ``fx`` takes all sigma points at once ((S, d) -> (S, d)) and whose cross-covariance
-    is one product (the CDKF's with :class:`CentralDifferencePoints`); predict and update are filterpy's."""
-
-    def compute_process_sigmas(self, dt, fx=None, **fx_args):
-        self.sigmas_f = (fx or self.fx)(self.points_fn.sigma_points(self.x, self.P), dt, **fx_args)
-
-    def cross_variance(self, x, z, sigmas_f, sigmas_h):
-        if isinstance(self.points_fn, CentralDifferencePoints):
-            return self.points_fn.cross_variance(sigmas_f, sigmas_h)
-        return (self.residual_x(sigmas_f, x) * self.Wc[:, None]).T @ self.residual_z(sigmas_h, z)
+    def covariance(self, first: np.ndarray, second: np.ndarray, centre: np.ndarray) -> np.ndarray:
+        """(k, k) the transform's covariance from :meth:`roots`."""
+        return first.T @ first + second.T @ second + self.centre * np.outer(centre, centre)
 
 
 class SigmaPointFilter(StreamFilter):
-    """UKF (``points`` Merwe's) or CDKF (``points`` :class:`CentralDifferencePoints`) on filterpy's filter.
+    """UKF or CDKF (``rule``) on the process model, mean x and covariance P (module docstring).
 
     Args:
         process, schedule, lam0: as :class:`~robotid_sim_plugins.ekf.stream.StreamFilter`.
-        points: the sigma points.
+        rule: the transform (:class:`SigmaRule`).
         name: the estimator's name.
     """
 
-    def __init__(self, process, schedule, lam0, points, name: str):
+    def __init__(self, process, schedule, lam0, rule: SigmaRule, name: str):
         super().__init__(process, schedule, lam0)
-        self.name = name
-        self.points = points
-        self.kf = BatchedUKF(process.dim_x, process.dim_z, process.dt, None, self._fx, points)
-        self._ut = points.transform if isinstance(points, CentralDifferencePoints) else None
+        self.rule, self.name = rule, name
+        self._x, self._P = np.zeros(process.dim_x), np.eye(process.dim_x)
+        self.physical = False  # the mean's mass matrix has been positive definite (:meth:`check_physical`)
 
     @classmethod
     def ukf(cls, process, schedule, lam0, alpha: float, beta: float, kappa: float):
         """The UKF with Merwe's scaled points."""
-        return cls(process, schedule, lam0, MerweScaledSigmaPoints(process.dim_x, alpha, beta, kappa), "ukf")
+        return cls(process, schedule, lam0, SigmaRule.unscented(process.dim_x, alpha, beta, kappa), "ukf")
 
     @classmethod
     def cdkf(cls, process, schedule, lam0, h2: float = CDKF_H2):
         """The CDKF."""
-        return cls(process, schedule, lam0, CentralDifferencePoints(process.dim_x, h2), "cdkf")
+        return cls(process, schedule, lam0, SigmaRule.central_difference(process.dim_x, h2), "cdkf")
 
     @property
     def x(self):
-        return self.kf.x
+        return self._x
 
     @property
     def P(self):
-        return self.kf.P
-
-    def _fx(self, sigmas, dt, tau):
-        return self.process.step_many(sigmas, self.process.forward_many(sigmas, tau))
+        return self._P
 
     def restart(self, x, P):
-        self.kf.x, self.kf.P = x.copy(), P.copy()
-        self.kf.sigmas_f = self.points.sigma_points(self.kf.x, self.kf.P)
+        self._x, self._P = x.copy(), P.copy()
+
+    def propagate(self, L: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The transform's :meth:`~SigmaRule.roots` of g = [qd, qdd] (2n) over the points of the mean and its
+        factor L (d, d), with torque τ (n,): the Euler step's change of the points, divided by Δt."""
+        n = self.process.n
+        states, qdd, _ = self.process.sigma_dynamics(self._x, L, self.rule.gamma, tau)
+        return self.rule.roots(np.hstack([states[:, n:], qdd]))
+
+    def measure(self, L: np.ndarray, tau: np.ndarray, t: float):
+        """(the measurement's mean (m,), first-order root (d, m), second-order root (d, m), centre deviation (m,),
+        qdd (n,) at the mean, R (m, m), R_τ (n, n)) over the points of the mean and its factor L (d, d), with
+        torque τ (n,) at time t."""
+        process, n = self.process, self.process.n
+        states, qdd, Minv = process.sigma_dynamics(self._x, L, self.rule.gamma, tau)
+        self.check_physical(Minv)
+        R, tau_noise = self.measurement_noise(Minv, t)
+        return (*self.rule.roots(process.measurement(states[:, :n], states[:, n:], qdd)), qdd[0], R, tau_noise)
+
+    def check_physical(self, Minv: np.ndarray) -> None:
+        """Raise :class:`~robotid_sim_plugins.ekf.process.SingularMassMatrix` where the mass matrix at the mean
+        (its inverse Minv (n, n)) stopped being positive definite: the estimate left the physical parameters, and
+        its forward dynamics mean nothing (the filter diverged, however finite its numbers). A start whose mass
+        matrix is not positive definite (λ0 = 0.1 on a large robot) is left to reach one first."""
+        try:
+            np.linalg.cholesky(0.5 * (Minv + Minv.T))
+            self.physical = True
+        except np.linalg.LinAlgError:
+            if self.physical:
+                raise SingularMassMatrix from None
 
     def predict(self, tau, qdd, Q):
-        self.kf.Q = Q
-        self.kf.predict(UT=self._ut, tau=tau)
-        self.kf.P = 0.5 * (self.kf.P + self.kf.P.T)
+        n2, dt = 2 * self.process.n, self.process.dt
+        L = np.linalg.cholesky(self._P)  # LinAlgError: P lost positive definiteness, the filter diverged
+        g, first, second, centre = self.propagate(L, tau)
+        cross = dt * first.T @ L.T  # (2n, d): the first-order change of the rows of q and qd
+        P = self._P.copy()
+        P[:n2] += cross
+        P[:, :n2] += cross.T
+        P[:n2, :n2] += dt**2 * self.rule.covariance(first, second, centre)
+        P += Q
+        self._P = 0.5 * (P + P.T)
+        self._x = self._x.copy()
+        self._x[:n2] += dt * g
 
     def correct(self, z, tau, t):
-        sigmas = self.kf.sigmas_f
-        qdd, qdd_mean, Minv = self.process.mean_dynamics(sigmas, tau)
-        R, tau_noise = self.measurement_noise(Minv, t)
-        rows = iter(self.process.measure_many(sigmas, qdd))
-        self.kf.update(z, R=R, UT=self._ut, hx=lambda _x: next(rows))
-        self.kf.P = 0.5 * (self.kf.P + self.kf.P.T)
+        L = np.linalg.cholesky(self._P)
+        zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(L, tau, t)
+        Pzz = self.rule.covariance(first, second, centre) + R
+        Pxz = L @ first
+        K = np.linalg.solve(Pzz, Pxz.T).T  # Pzz is symmetric
+        self._x = self._x + K @ (z - zp)
+        P = self._P - K @ Pxz.T
+        self._P = 0.5 * (P + P.T)
         return qdd_mean, tau_noise
-
-
-def merwe_weights(d: int, alpha: float, beta: float, kappa: float) -> tuple[float, np.ndarray, np.ndarray]:
-    """(γ = √(d + λ), Wm, Wc) of Merwe's scaled points, as filterpy's ``MerweScaledSigmaPoints``."""
-    points = MerweScaledSigmaPoints(d, alpha, beta, kappa)
-    lam = alpha**2 * (d + kappa) - d
-    return math.sqrt(d + lam), points.Wm, points.Wc

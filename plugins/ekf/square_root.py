@@ -5,22 +5,37 @@ decomposition of the stacked square roots (a compound matrix whose Gram matrix i
 rank-one Cholesky updates or downdates (:func:`cholupdate`), so P stays symmetric and positive semi-definite by
 construction where the plain form's P − K S Kᵀ can lose it to rounding (van der Merwe and Wan 2001).
 
-- SR-UKF: predict S⁻ = qr([√Wc₁ (χᵢ − x̄), √Q]) then a rank-one update (or downdate, Wc₀ < 0) by χ₀ − x̄; update
-  likewise for the measurement's S_z, then S ← S downdated by the m columns of K S_z.
-- SR-CDKF: S⁻ = qr([√w₁ (χᵢ − χ_{d+i}), √w₂ (χᵢ + χ_{d+i} − 2χ₀), √Q]), no update needed; the update as the SR-UKF's.
+- SR-UKF, SR-CDKF: the points and transform of the plain forms (:mod:`~robotid_sim_plugins.ekf.sigma`, drawn
+  from S directly, again from S⁻ for the update). Predict: S⁻ = qr([S + Δt·Fᵀ on the rows of q and qd, the
+  second-order root and Q's [q, qd] block, Q's λ block]) (F the first-order root of g = [qd, qdd]; Q block-diagonal
+  between the states and λ, as the schedule's), then for the SR-UKF a rank-one update, or downdate (Wc₀ < 0), by
+  the centre term. Update: S_z from the measurements' roots and √R likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹,
+  and S⁺ = qr([S⁻ − K Fᵀ, K R_z]) (R_z the root of the second-order part and R; the centre term by a rank-one
+  step): P − K P_zz Kᵀ written as a sum of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
 - SR-EKF: predict S⁻ = qr([F S, √Q]); update by the array algorithm: the QR of [[√R, H S], [0, S]] gives S_z, the
   gain and the new S at once (the Joseph form's covariance).
 
-The sigma points are those of the plain forms (:mod:`~robotid_sim_plugins.ekf.sigma`), from S directly: on
-well-conditioned data the square-root forms give the plain forms' numbers to rounding.
+On well-conditioned data the square-root forms give the plain forms' numbers to rounding; where the plain form's
+P − K P_zz Kᵀ loses positive definiteness to rounding (a near-singular P), the factor stays valid. The SR-UKF's
+downdates by its negative centre weight (α = 0.1: Wc₀ ≈ −96 on 29 states) can still fail there.
 """
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
-from robotid_sim_plugins.ekf.sigma import CDKF_H2, merwe_weights
-from robotid_sim_plugins.ekf.stream import StreamFilter
+from robotid_sim_plugins.ekf.sigma import SigmaPointFilter, SigmaRule
+from robotid_sim_plugins.ekf.stream import (
+    StreamFilter,
+    mass_matrix,
+    positive_definite,
+    posterior_linearization,
+    torque_form,
+)
+from scipy.linalg import solve_triangular
+from scipy.linalg.lapack import dgeqrf
 
 
 @numba.njit(cache=True)
@@ -47,15 +62,25 @@ def cholupdate(S, V, sign):  # pragma: no cover - compiled
 def qr_factor(A: np.ndarray) -> np.ndarray:
     """The lower-triangular S (k, k) with S Sᵀ = Aᵀ A for A (N, k), N ≥ k: Rᵀ of A's QR, columns signed so that
     S's diagonal is positive (the Cholesky factor)."""
-    R = np.linalg.qr(A, mode="r")
+    k = A.shape[1]
+    factored, _, _, info = dgeqrf(np.asfortranarray(A), overwrite_a=1)  # LAPACK's QR, R in the upper triangle
+    if info:
+        raise np.linalg.LinAlgError("QR")
+    R = np.triu(factored[:k])
     signs = np.where(np.diag(R) < 0, -1.0, 1.0)
     return (R * signs[:, None]).T
 
 
 def psd_sqrt(Q: np.ndarray) -> np.ndarray:
     """A lower-triangular square root of the positive semi-definite Q (d, d): Cholesky on the rows and columns
-    with a non-zero diagonal (a zero-variance state, e.g. no parameter process noise, gets a zero column)."""
-    keep = np.diag(Q) > 0
+    with a non-zero diagonal (a zero-variance state, e.g. no parameter process noise, gets a zero column); a
+    diagonal Q the square roots of its diagonal."""
+    diagonal = np.diag(Q)
+    if np.count_nonzero(Q) == np.count_nonzero(diagonal):  # diagonal (the parameters' noise)
+        return np.diag(np.sqrt(diagonal))
+    keep = diagonal > 0
+    if keep.all():
+        return np.linalg.cholesky(Q)
     root = np.zeros_like(Q)
     root[np.ix_(keep, keep)] = np.linalg.cholesky(Q[np.ix_(keep, keep)])
     return root
@@ -82,99 +107,110 @@ class _CholeskyState(StreamFilter):
 
 
 class SquareRootSigmaFilter(_CholeskyState):
-    """SR-UKF (``kind`` "ukf", Merwe's points α, β, κ) or SR-CDKF (``kind`` "cdkf", h² = 3) (module docstring).
+    """SR-UKF or SR-CDKF (``rule``; module docstring): the points and transform of
+    :class:`~robotid_sim_plugins.ekf.sigma.SigmaPointFilter` from the factor S.
 
     Args:
         process, schedule, lam0: as :class:`~robotid_sim_plugins.ekf.stream.StreamFilter`.
-        kind: "ukf" or "cdkf".
-        alpha, beta, kappa: Merwe's parameters (SR-UKF).
+        rule: the transform (:class:`~robotid_sim_plugins.ekf.sigma.SigmaRule`).
+        name: the estimator's name.
     """
 
-    def __init__(self, process, schedule, lam0, kind: str, alpha=0.1, beta=2.0, kappa=0.0):
+    def __init__(self, process, schedule, lam0, rule: SigmaRule, name: str):
         super().__init__(process, schedule, lam0)
-        self.kind, self.name = kind, f"sr_{kind}"
-        d = process.dim_x
-        if kind == "ukf":
-            self.gamma, self.Wm, self.Wc = merwe_weights(d, alpha, beta, kappa)
-        else:
-            self.gamma = np.sqrt(CDKF_H2)
-            self.Wm = np.full(2 * d + 1, 0.5 / CDKF_H2)
-            self.Wm[0] = (CDKF_H2 - d) / CDKF_H2
-            self.w1, self.w2 = 0.25 / CDKF_H2, (CDKF_H2 - 1.0) / (4.0 * CDKF_H2**2)
-        self._init_state(d)
+        self.rule, self.name = rule, name
+        self._init_state(process.dim_x)
+        self.physical = False
 
-    def _sigmas(self) -> np.ndarray:
-        U = self.gamma * self.S.T  # rows: the columns of S, as filterpy's points take the rows of cholesky(P)ᵀ
-        return np.vstack([self._x, self._x + U, self._x - U])
+    propagate = SigmaPointFilter.propagate
+    measure = SigmaPointFilter.measure
+    check_physical = SigmaPointFilter.check_physical
 
-    def _factor(self, sigmas: np.ndarray, mean: np.ndarray, noise_root: np.ndarray) -> np.ndarray:
-        """The factor of the propagated points' covariance plus the noise's (module docstring)."""
-        d = self.process.dim_x
-        if self.kind == "cdkf":
-            plus, minus = sigmas[1 : d + 1], sigmas[d + 1 :]
-            stacked = [np.sqrt(self.w1) * (plus - minus), np.sqrt(self.w2) * (plus + minus - 2.0 * sigmas[0])]
-            return qr_factor(np.vstack([*stacked, noise_root.T]))
-        S = qr_factor(np.vstack([np.sqrt(self.Wc[1]) * (sigmas[1:] - mean), noise_root.T]))
-        sign = 1.0 if self.Wc[0] >= 0 else -1.0
-        if not cholupdate(S, (np.sqrt(abs(self.Wc[0])) * (sigmas[0] - mean))[:, None], sign):
+    def _centre(self, S: np.ndarray, column: np.ndarray) -> None:
+        """S ← the factor of S Sᵀ + c·column columnᵀ, c the rule's centre weight (a downdate where c < 0)."""
+        if self.rule.centre and not cholupdate(
+            S, (math.sqrt(abs(self.rule.centre)) * column)[:, None], math.copysign(1.0, self.rule.centre)
+        ):
             raise np.linalg.LinAlgError("downdate")
-        return S
 
     def predict(self, tau, qdd, Q):
-        sigmas = self._sigmas()
-        sigmas = self.process.step_many(sigmas, self.process.forward_many(sigmas, tau))
-        self._x = self.Wm @ sigmas
-        self.S = self._factor(sigmas, self._x, psd_sqrt(Q))
+        n2, d, dt = 2 * self.process.n, self.process.dim_x, self.process.dt
+        g, first, second, centre = self.propagate(self.S, tau)
+        # the rows of the compound: the first-order root of the Euler step's points (the factor's columns moved
+        # in q and qd), the second-order root and Q's [q, qd] block (one (2n, 2n) root), Q's λ block
+        compound = np.zeros((2 * d, d), order="F")
+        compound[:d] = self.S.T
+        compound[:d, :n2] += dt * first
+        compound[d : d + n2, :n2] = qr_factor(np.vstack([dt * second, psd_sqrt(Q[:n2, :n2]).T])).T
+        compound[d + n2 :, n2:] = psd_sqrt(Q[n2:, n2:]).T  # Q is block-diagonal (the schedule's)
+        S = qr_factor(compound)
+        self._centre(S, np.concatenate([dt * centre, np.zeros(d - n2)]))
+        self.S = S
+        self._x = self._x.copy()
+        self._x[:n2] += dt * g
 
     def correct(self, z, tau, t):
         d = self.process.dim_x
-        sigmas = self._sigmas()
-        qdd, qdd_mean, Minv = self.process.mean_dynamics(sigmas, tau)
-        R, tau_noise = self.measurement_noise(Minv, t)
-        Z = self.process.measure_many(sigmas, qdd)
-        zp = self.Wm @ Z
-        Sz = self._factor(Z, zp, np.linalg.cholesky(R))
-        if self.kind == "cdkf":
-            Pxz = self.w1 * (sigmas[1 : d + 1] - sigmas[d + 1 :]).T @ (Z[1 : d + 1] - Z[d + 1 :])
-        else:
-            Pxz = (self.Wc[:, None] * (sigmas - self._x)).T @ (Z - zp)
-        K = np.linalg.solve(Sz.T, np.linalg.solve(Sz, Pxz.T)).T  # Pxz (Sz Szᵀ)⁻¹
+        zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(self.S, tau, t)
+        Rz = qr_factor(np.vstack([second, np.linalg.cholesky(R).T]))  # second-order part and noise, (m, m)
+        Sz = qr_factor(np.vstack([first, Rz.T]))
+        self._centre(Sz, centre)
+        Pxz = self.S @ first
+        K = solve_triangular(Sz, solve_triangular(Sz, Pxz.T, lower=True), lower=True, trans="T").T  # Pxz Pzz⁻¹
         self._x = self._x + K @ (z - zp)
-        if not cholupdate(self.S, K @ Sz, -1.0):
-            raise np.linalg.LinAlgError("downdate")
+        # P − K Pzz Kᵀ as (S − K Fᵀ)(…)ᵀ + K (SᵀS + R) Kᵀ (+ the centre term): a sum of squares (Joseph's form)
+        compound = np.empty((d + Rz.shape[0], d), order="F")
+        compound[:d] = (self.S - K @ first.T).T
+        compound[d:] = (K @ Rz).T
+        S = qr_factor(compound)
+        self._centre(S, K @ centre)
+        self.S = S
         return qdd_mean, tau_noise
 
 
 class SquareRootEKF(_CholeskyState):
-    """SR-EKF: the EKF's linearisation (:meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.linearize`)
-    with the factor S propagated by QR (module docstring)."""
+    """SR-EKF: the EKF of :class:`~robotid_sim_plugins.ekf.stream.PythonEKF` (its torque-form update,
+    :func:`~robotid_sim_plugins.ekf.stream.torque_form`, and its linearisation at the posterior,
+    :func:`~robotid_sim_plugins.ekf.stream.posterior_linearization`) with the factor S propagated by QR (module
+    docstring)."""
 
     name = "sr_ekf"
 
     def __init__(self, process, schedule, lam0):
         super().__init__(process, schedule, lam0)
-        d = process.dim_x
-        self._init_state(d)
+        self._init_state(process.dim_x)
+        self._lin = None  # the linearisation at the last posterior (None: a restart)
+        self._mass = None  # M(q, λ) at the prior where positive definite, for the update's noise
+
+    def restart(self, x, P):
+        super().restart(x, P)
         self._lin = None
 
     def predict(self, tau, qdd, Q):
         lin = self._lin
         F = self.process.F_jacobian(lin)
-        self._x = self.process.fx(self._x[:, None], lin.acceleration_at(self._x))[:, 0]
+        self._x = self.process.fx(self._x[:, None], lin.qdd)[:, 0]
         self.S = qr_factor(np.vstack([(F @ self.S).T, psd_sqrt(Q).T]))
 
     def correct(self, z, tau, t):
         process, d = self.process, self.process.dim_x
-        lin = self._lin = process.linearize(self._x.copy(), tau)
-        R, tau_noise = self.measurement_noise(lin.mass_matrix_inverse, t)
-        H, m = process.H_jacobian(lin), R.shape[0]
+        if self._lin is None:  # a restart: M at the prior
+            M = mass_matrix(process, self._x, tau)[0]
+            self._mass = M if positive_definite(M) else None
+        H, z, R = torque_form(process, self.schedule, self.sample, z, tau, self._mass, t)
+        m = R.shape[0]
         pre = np.zeros((m + d, m + d))
         pre[:m, :m] = np.linalg.cholesky(R)
         pre[:m, m:] = H @ self.S
         pre[m:, m:] = self.S
         post = qr_factor(pre.T)  # [[S_z, 0], [K̄, S⁺]], K = K̄ S_z⁻¹
         Sz, Kbar = post[:m, :m], post[m:, :m]
-        K = np.linalg.solve(Sz.T, Kbar.T).T
-        self._x = self._x + K @ (z - process.hx(lin)[:, 0])
+        K = solve_triangular(Sz, Kbar.T, lower=True, trans="T").T
+        self._x = self._x + K @ (z - H @ self._x)
         self.S = post[m:, m:].copy()
-        return lin.qdd, tau_noise
+        self._lin, M, tau_noise, physical = posterior_linearization(
+            process, self.schedule, self._x.copy(), tau, self.sample[2]
+        )
+        self._mass = M if physical else None
+        self.non_physical_samples += not physical
+        return self._lin.qdd, tau_noise

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from robotid_sim_plugins.ekf.filter import EulerEKF, FilterRun, Trace, diverged, singular
 from robotid_sim_plugins.ekf.noise import NoiseSchedule
-from robotid_sim_plugins.ekf.process import EulerProcessModel, SingularMassMatrix
+from robotid_sim_plugins.ekf.process import EulerProcessModel, Linearization, SingularMassMatrix
 
 
 class StreamFilter(ABC):
@@ -36,6 +36,8 @@ class StreamFilter(ABC):
         self.t0 = 0.0
         self._pending = None  # (τ, qdd at the mean, R_τ, t) of the last sample, for its predict
         self._previous_qdd = None
+        self.sample = None  # the recorded (q, qd, qdd) (n,) each of the sample being corrected
+        self.non_physical_samples = 0  # the EKF's: see FilterRun
 
     @property
     @abstractmethod
@@ -92,6 +94,7 @@ class StreamFilter(ABC):
                 self.predict(tau_k, qdd_k, Q)
                 self._previous_qdd = qdd_k
             z = process.measurement(q[None], qd[None], qdd[None])[0]
+            self.sample = (q, qd, qdd)
             qdd_mean, tau_noise = self.correct(z, tau, t_rel)
         except SingularMassMatrix:
             raise singular(self.name, t_rel, self.samples) from None
@@ -114,12 +117,12 @@ def run_stream(flt: StreamFilter, signals: dict, t: np.ndarray, starts: set) -> 
     N, b = t.shape[0], flt.lam0.shape[0]
     trace = Trace(N, b)
     q, qd, qdd, tau = (signals[k] for k in ("q", "qd", "qdd", "tau"))
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.thread_time()
     for k in range(N):
         flt.update(t[k], q[k], qd[k], qdd[k], tau[k], restart=k in starts)
         if trace.due(k):
             trace.record(k, flt.x, flt.P)
-    seconds = (time.perf_counter() - t0) / N
+    seconds, cpu = (time.perf_counter() - t0) / N, (time.thread_time() - cpu0) / N
     return FilterRun(
         flt.x[-b:].copy(),
         flt.P[-b:, -b:].copy(),
@@ -128,21 +131,34 @@ def run_stream(flt: StreamFilter, signals: dict, t: np.ndarray, starts: set) -> 
         np.array(trace.at),
         trace.eigen,
         seconds,
+        cpu,
+        flt.non_physical_samples,
     )
 
 
 class PythonEKF(StreamFilter):
     """The EKF on filterpy's ``ExtendedKalmanFilter`` (:class:`~robotid_sim_plugins.ekf.filter.EulerEKF`), a
-    Python step per sample, for any model: update with the dynamics linearised at the prior (Eq. 25–27),
-    predict with that linearisation (Eq. 23–24, 43); P symmetrised after each and checked positive definite
-    (Cholesky) after every update but the first."""
+    Python step per sample, for any model.
+
+    Update (Eq. 25–27): q and qd measured directly; the accelerations in the torque form, the residual
+    τ − Y(q, qd, qdd) λ of the recorded sample (the acceleration's innovation times M(q, λ): M (qdd − M⁻¹ (τ − h))
+    = M qdd + h − τ), linear in λ, so the update does not depend on the model's forward dynamics and is exact in λ
+    wherever the estimate is (a mass matrix not positive definite included); its noise
+    :meth:`~robotid_sim_plugins.ekf.noise.NoiseSchedule.update_noise`. Predict (Eq. 23–24, 43): the Euler step of
+    the forward dynamics linearised at the posterior, for correlated noise (:func:`posterior_linearization`), or,
+    while the posterior's M(q, λ) is not positive definite
+    and the accelerations are measured (the estimate is not a physical model: λ0 = 0.1 on hyper9), the recorded
+    acceleration with no λ coupling (A = 0) and its noise. P symmetrised after each step and checked positive
+    definite (Cholesky) after every update but the first.
+    """
 
     name = "ekf"
 
     def __init__(self, process, schedule, lam0):
         super().__init__(process, schedule, lam0)
         self.kf = EulerEKF(process)
-        self._lin = None
+        self._lin = None  # the linearisation at the last posterior (None: a restart)
+        self._mass = None  # M(q, λ) at the prior where positive definite, for the update's noise
 
     @property
     def x(self):
@@ -154,20 +170,143 @@ class PythonEKF(StreamFilter):
 
     def restart(self, x, P):
         self.kf.x, self.kf.P = x[:, None].copy(), P
+        self._lin = None
 
     def predict(self, tau, qdd, Q):
-        lin = self._lin
-        self.kf.F, self.kf.Q = self.process.F_jacobian(lin), Q
-        self.kf.predict(lin.acceleration_at(self.kf.x[:, 0]))
+        self.kf.F, self.kf.Q = self.process.F_jacobian(self._lin), Q
+        self.kf.predict(self._lin.qdd)
         self.kf.P = 0.5 * (self.kf.P + self.kf.P.T)
 
     def correct(self, z, tau, t):
-        process, kf = self.process, self.kf
-        lin = self._lin = process.linearize(kf.x[:, 0].copy(), tau)
-        R, tau_noise = self.measurement_noise(lin.mass_matrix_inverse, t)
-        H, hx = process.H_jacobian(lin), process.hx(lin)
+        kf = self.kf
+        if self._lin is None:  # a restart: M at the prior
+            M = mass_matrix(self.process, kf.x[:, 0], tau)[0]
+            self._mass = M if positive_definite(M) else None
+        H, z, R = torque_form(self.process, self.schedule, self.sample, z, tau, self._mass, t)
+        hx = H @ kf.x
         kf.update(z[:, None], lambda _x: H, lambda _x: hx, R=R)
         kf.P = 0.5 * (kf.P + kf.P.T)
         if self.samples:
             np.linalg.cholesky(kf.P)  # LinAlgError: the filter diverged
-        return lin.qdd, tau_noise
+        self._lin, M, tau_noise, physical = posterior_linearization(
+            self.process, self.schedule, kf.x[:, 0].copy(), tau, self.sample[2]
+        )
+        self._mass = M if physical else None
+        self.non_physical_samples += not physical
+        return self._lin.qdd, tau_noise
+
+
+def torque_form(
+    process: EulerProcessModel, schedule: NoiseSchedule, sample: tuple, z: np.ndarray, tau: np.ndarray, M, t: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The EKF's update in the torque form (see :class:`PythonEKF`): (H (m, d), the measurement (m,), R (m, m)) for
+    the recorded ``sample`` (q, qd, qdd (n,) each), its measured rows z (m,) and torque τ (n,), M (n, n) at the
+    prior (None: not positive definite), time t: q and qd rows H's unit rows, qdd rows [0, 0, Y(q, qd, qdd)]
+    measuring τ. The predicted measurement is H x (linear)."""
+    n, rows = process.n, process.rows
+    torque = rows >= 2 * n
+    H = np.zeros((rows.size, process.dim_x))
+    H[np.flatnonzero(~torque), rows[~torque]] = 1.0
+    H[torque, 2 * n :] = base_regressor(process, *sample)[rows[torque] - 2 * n]
+    z = np.where(torque, tau[np.where(torque, rows - 2 * n, 0)], z)
+    return H, z, schedule.update_noise(M, rows, t)
+
+
+def posterior_linearization(
+    process: EulerProcessModel, schedule: NoiseSchedule, x: np.ndarray, tau: np.ndarray, qdd: np.ndarray
+) -> tuple[Linearization, np.ndarray, np.ndarray, bool]:
+    """The EKF's linearisation at the posterior x (d,) with torque τ (n,) and the recorded acceleration qdd (n,)
+    for the next predict (see :class:`PythonEKF`): (the linearisation, M (n, n), the torque noise of the velocity
+    (n, n), whether it is the model's).
+
+    Where M is not positive definite and the accelerations are measured: the recorded acceleration with A = 0 and
+    the noise diag(σ_qdd²). Else the model's, for correlated noise where the accelerations are measured: the
+    measured torque's noise ε_τ is the predict's input noise (on qd, w = −Δt M⁻¹ ε_τ) and in the torque rows'
+    residual v = τ − Y(q, qd, qdd) λ = ε_τ + M ε_qdd, so C = E[w vᵀ] = −Δt M⁻¹ diag(σ_τ²). The filter for correlated
+    noise (Simon, Optimal State Estimation, 2006, §7.1) predicts with w less its part explained by v, G v with
+    G = M⁻¹ diag(σ_τ²) R_v⁻¹, R_v = diag(σ_τ²) + M diag(σ_qdd²) Mᵀ (the measured joints' rows; v and M at the
+    posterior): the acceleration qdd(x, τ) − G v (the model's at the torque's conditional mean: the recorded one
+    where ε_qdd is negligible), A at that acceleration with G Y added to its λ-columns, the torque noise
+    M⁻¹ diag(σ_τ²) M⁻ᵀ − G diag(σ_τ²) M⁻ᵀ. The torque's noise, already in the update, does not move λ twice.
+
+    Raises:
+        SingularMassMatrix: M(q, λ) is singular.
+    """
+    n = process.n
+    acc, M, Minv = forward_dynamics(process, x, tau)
+    joints = process.rows[process.rows >= 2 * n] - 2 * n
+    if joints.size and not positive_definite(M):
+        lin = Linearization(x, np.array(qdd, dtype=float), np.zeros((n, process.dim_x)), Minv)
+        return lin, M, np.diag(schedule.measurement_std["qdd"] ** 2), False
+    tau_noise = schedule.torque_noise(Minv)
+    G, Y = np.zeros((n, joints.size)), np.zeros((joints.size, process.b))
+    if joints.size:
+        Y = base_regressor(process, x[:n], x[n : 2 * n], np.asarray(qdd, dtype=float))[joints]
+        variance = schedule.torque_std[joints] ** 2
+        R = (M * schedule.measurement_std["qdd"] ** 2) @ M.T
+        C = Minv[:, joints] * variance
+        G = C @ np.linalg.inv(R[np.ix_(joints, joints)] + np.diag(variance))
+        acc = acc - G @ (tau[joints] - Y @ x[2 * n :])
+        tau_noise = tau_noise - G @ C.T
+    A = acceleration_jacobian(process, x, acc, Minv)
+    A[:, 2 * n :] += G @ Y
+    return Linearization(x, acc, A, Minv), M, tau_noise, True
+
+
+def acceleration_jacobian(process: EulerProcessModel, x: np.ndarray, qdd: np.ndarray, Minv: np.ndarray) -> np.ndarray:
+    """(n, d) A = ∂qdd/∂x at state x (d,) and acceleration qdd (n,): the compiled chain's where there is one."""
+    if process.chain is None:
+        return process.acceleration_jacobian(x, qdd, Minv)
+    from robotid_sim_plugins.ekf.compiled import acceleration_jacobian as compiled
+
+    A = np.empty((process.n, process.dim_x))
+    compiled(process.chain.arrays, np.ascontiguousarray(x), np.ascontiguousarray(qdd), np.ascontiguousarray(Minv), A)
+    return A
+
+
+def mass_matrix(process: EulerProcessModel, x: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(M, M⁻¹) (n, n) at state x (d,) (τ (n,) the torque; M does not depend on it): :func:`forward_dynamics`'s.
+
+    Raises:
+        SingularMassMatrix: M(q, λ) is singular.
+    """
+    return forward_dynamics(process, x, tau)[1:]
+
+
+def forward_dynamics(process: EulerProcessModel, x: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(qdd (n,), M, M⁻¹ (n, n)) at state x (d,) with torque τ (n,): the compiled chain's CRBA and RNEA where there
+    is one, as the compiled step, else the regressor's.
+
+    Raises:
+        SingularMassMatrix: M(q, λ) is singular.
+    """
+    n = process.n
+    if process.chain is None:
+        qdd, Minv = process.forward_dynamics(x, tau)
+        return qdd, np.linalg.inv(Minv), Minv
+    from robotid_sim_plugins.ekf.compiled import forward_one
+
+    qdd, M, Minv = np.empty(n), np.empty((n, n)), np.empty((n, n))
+    if not forward_one(process.chain.arrays, np.ascontiguousarray(x), np.ascontiguousarray(tau), qdd, M, Minv):
+        raise SingularMassMatrix
+    return qdd, M, Minv
+
+
+def base_regressor(process: EulerProcessModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """(n, b) the base regressor at one recorded sample q, qd, qdd (n,): the compiled chain's where there is one."""
+    if process.chain is None:
+        return process.regressor(q[None], qd[None], qdd[None])[0]
+    from robotid_sim_plugins.ekf.compiled import base_regressor as compiled
+
+    Y = np.empty((1, process.n, process.b))
+    compiled(process.chain.arrays, *(np.ascontiguousarray(v[None]) for v in (q, qd, qdd)), Y)
+    return Y[0]
+
+
+def positive_definite(M: np.ndarray) -> bool:
+    """Whether the symmetric M (its lower triangle) has a Cholesky factor."""
+    try:
+        np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        return False
+    return True
