@@ -11,7 +11,7 @@ bounds), the largest relative error over the base parameters whose true value is
 their absolute error is shown instead; YZ5 = −3.06e-6 makes this one the stricter test), iterations, model
 evaluations and the fit time.
 
-    python benchmarks/tx40_noise_free.py [--estimators ols,didim,...] [--duration 10] [--start birdy|ols]
+    python benchmarks/tx40_noise_free.py [--estimators ols,didim,...] [--duration 10] [--start birdy|ols] [--tol T]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def main() -> int:
     parser.add_argument("--estimators", default=",".join(ESTIMATORS))
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--start", choices=("birdy", "ols"), default="birdy", help="where iterative estimators start")
+    parser.add_argument("--tol", type=float, help="the option 'tol' of the estimators that have one (default: theirs)")
     args = parser.parse_args()
 
     import robotid_sim as rid
@@ -54,7 +55,9 @@ def main() -> int:
     for name in args.estimators.split(","):
         problem = IdentificationProblem(robot, data, initial=theta0 if args.start == "birdy" else None)
         start = time.perf_counter()
-        model = get_estimator(name)().fit(problem)
+        cls = get_estimator(name)
+        tol = {"tol": args.tol} if args.tol is not None and "tol" in cls.Options.model_fields else {}
+        model = cls(**tol).fit(problem)
         elapsed = time.perf_counter() - start
         values = model.base_values() if hasattr(model, "base_values") else model.values
         norm = np.linalg.norm(values - truth) / np.linalg.norm(truth)
