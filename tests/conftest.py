@@ -145,6 +145,25 @@ def prrrp_study(tmp_path_factory) -> tuple:
 
 
 @pytest.fixture(scope="session")
+def prrrp_online_fits(tmp_path_factory, prrrp_study) -> dict:
+    """{(estimator, 'clean' | 'noisy'): model} of ols and the online estimators (adaline, hopfield, ekf) on
+    :func:`prrrp_study`'s records, fitted once per test run (the EKF's Python path takes about 9 s a record)."""
+    from robotid_sim import plugins
+    from robotid_sim.identification import IdentificationProblem
+
+    def make() -> dict:
+        robot, noisy, clean = prrrp_study
+        out = {}
+        for label, ds in (("clean", clean), ("noisy", noisy)):
+            problem = IdentificationProblem(robot.structure(), ds)
+            for name in ("ols", "adaline", "hopfield", "ekf"):
+                out[name, label] = plugins.get_estimator(name)().fit(problem)
+        return out
+
+    return once_per_run(tmp_path_factory, "prrrp_online_fits", make)
+
+
+@pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """The run folder of ``helpers.TINY_SCENARIO`` (``run_scenario``), made once per test run: tests that change it
     work on a copy."""

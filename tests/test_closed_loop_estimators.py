@@ -20,10 +20,6 @@ from robotid_sim.sim.simulate import resolve_excitation
 from robotid_sim.testing import exact_closed_loop_dataset, exact_datasets, parametrize_with_checks
 from tests.helpers import cli_process
 
-#: one xdist worker runs the tests that need the compiled closed-loop model (numba compiles it in about
-#: 15 s on a fresh clone, once per worker that needs it; pyproject.toml: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("closed_loop_model")
-
 NAMES = ("idim_iv", "pc_idim_iv", "didim", "pc_didim", "cloe", "clie")
 CLASSES = [plugins.get_estimator(name) for name in NAMES]
 

@@ -16,11 +16,6 @@ from robotid_sim.identification.online import stream_estimates
 SIGMA = ("ukf", "cdkf", "sr_ukf", "sr_cdkf")
 
 
-#: one xdist worker runs the filter tests (they share the prrrp study and numba's compiled EKF step and process
-#: model, which a fresh clone compiles once per worker that needs them; pyproject.toml: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("kalman_filters")
-
-
 @pytest.fixture(scope="module")
 def study(prrrp_study):
     """(robot, noisy identification dataset, noise-free copy of it) of the default scenario."""

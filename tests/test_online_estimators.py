@@ -21,11 +21,6 @@ from robotid_sim.testing import parametrize_with_checks
 ONLINE = ("adaline", "hopfield", "ekf")
 
 
-#: one xdist worker runs the filter tests (they share the prrrp study and numba's compiled EKF step and process
-#: model, which a fresh clone compiles once per worker that needs them; pyproject.toml: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("kalman_filters")
-
-
 @pytest.fixture(scope="module")
 def study(prrrp_study):
     """(robot, noisy identification dataset, noise-free copy of it) of the default scenario."""
@@ -33,15 +28,10 @@ def study(prrrp_study):
 
 
 @pytest.fixture(scope="module")
-def fits(study):
-    """{(estimator, 'clean' | 'noisy'): model}, each fitted once."""
-    robot, noisy, clean = study
-    out = {}
-    for label, ds in (("clean", clean), ("noisy", noisy)):
-        problem = IdentificationProblem(robot.structure(), ds)
-        for name in ("ols", *ONLINE):
-            out[name, label] = plugins.get_estimator(name)().fit(problem)
-    return out
+def fits(prrrp_online_fits):
+    """{(estimator, 'clean' | 'noisy'): model}, each fitted once per test run."""
+    assert set(ONLINE) <= {name for name, _ in prrrp_online_fits}
+    return prrrp_online_fits
 
 
 def _relative(values, truth):

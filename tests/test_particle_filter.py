@@ -13,10 +13,6 @@ from robotid_sim.errors import ConfigError
 from robotid_sim.identification import IdentificationProblem
 from robotid_sim.identification.online import stream_estimates
 
-#: one xdist worker runs the filter tests (they share the prrrp study and numba's compiled EKF step and process
-#: model, which a fresh clone compiles once per worker that needs them; pyproject.toml: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("kalman_filters")
-
 
 @pytest.fixture(scope="module")
 def study(prrrp_study):

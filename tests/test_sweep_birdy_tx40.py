@@ -29,10 +29,6 @@ from robotid_sim.sweep.protocol import draw_initial, is_diverged, symmetric_rela
 from robotid_sim.sweep.runner import build_cells, check_sweep
 from robotid_sim.sweep.tasks import run_cell
 
-#: one xdist worker runs the tests that need the compiled closed-loop model (numba compiles it in about
-#: 15 s on a fresh clone, once per worker that needs it; pyproject.toml: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("closed_loop_model")
-
 #: a closed-loop sweep small enough to run in a test: three_axis under its own PID for 0.5 s at a 1 kHz loop,
 #: one preset, two initial estimates × one noise realisation, ols on both of BIRDy's data sets
 TINY = {
