@@ -58,25 +58,37 @@ TINY_LABELLED = {**TINY, "estimators": [{"name": "ols", "label": "my-ols"}, "wls
 @pytest.fixture(scope="module")
 def tiny_cli(tmp_path_factory) -> SimpleNamespace:
     """``robotid-sim sweep`` of :data:`TINY_LABELLED` on two local processes: its exit ``code``, what it printed
-    (``out``) and the sweep's ``folder``. Run once for the tests of the CLI, of result file names and of Dask; its
-    figures are saved blank (conftest.py: the small sweep renders them)."""
+    (``out``) and the sweep's ``folder``. Run once per test run (conftest.once_per_run: the xdist workers share
+    it) for the tests of the CLI, of result file names and of Dask; its figures are saved blank (conftest.py: the
+    small sweep renders them)."""
     import yaml
-    from conftest import save_blank
+    from conftest import once_per_run, save_blank, shared_temp
     from matplotlib.figure import Figure
 
-    root = tmp_path_factory.mktemp("tiny_cli")
-    path = root / "tiny.yaml"
-    path.write_text(yaml.safe_dump(TINY_LABELLED))
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as out:
-        patch.setattr(Figure, "savefig", save_blank)
-        code = run_sweep_command(_parse([str(path), "--out", str(root), "--workers", "2", "--no-progress"]))
-    return SimpleNamespace(code=code, out=out.getvalue(), folder=root / "tiny")
+    def make() -> SimpleNamespace:
+        root = shared_temp(tmp_path_factory) / "tiny_cli"
+        root.mkdir()
+        path = root / "tiny.yaml"
+        path.write_text(yaml.safe_dump(TINY_LABELLED))
+        with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as out:
+            patch.setattr(Figure, "savefig", save_blank)
+            code = run_sweep_command(_parse([str(path), "--out", str(root), "--workers", "2", "--no-progress"]))
+        return SimpleNamespace(code=code, out=out.getvalue(), folder=root / "tiny")
+
+    return once_per_run(tmp_path_factory, "tiny_cli", make)
 
 
 @pytest.fixture(scope="module")
 def small_local(tmp_path_factory):
-    """The bundled small sweep (2 robots × 2 noise levels × 3 estimators × 5 repetitions) on local processes."""
-    return run_sweep("small", tmp_path_factory.mktemp("local"), executor="local", workers=2)
+    """The bundled small sweep (2 robots × 2 noise levels × 3 estimators × 5 repetitions) on local processes, run
+    once per test run (conftest.once_per_run: the xdist workers share it)."""
+    from conftest import once_per_run, shared_temp
+
+    return once_per_run(
+        tmp_path_factory,
+        "small_local",
+        lambda: run_sweep("small", shared_temp(tmp_path_factory) / "small_local", executor="local", workers=2),
+    )
 
 
 def test_small_sweep_runs_every_task_on_local_processes(small_local):
