@@ -18,6 +18,7 @@ from robotid_sim.errors import ConfigError
 from robotid_sim.identification.lmi import standard_consistency
 from robotid_sim.report.sweep import birdy_text
 from robotid_sim.robot import load_robot
+from robotid_sim.sim.closed_loop_data import NOISE_PRESETS
 from robotid_sim.sweep import load_sweep_config, parse_sweep_config, protocol
 from robotid_sim.sweep.merit import (
     position_error,
@@ -60,14 +61,7 @@ def _parse(argv):
 def test_bundled_birdy_tx40_sweep_is_birdys_protocol():
     config = load_sweep_config("birdy_tx40")
     assert config.robots == ["tx40"] and config.data is not None
-    assert set(config.noise.values()) == {
-        "oldNoise",
-        "lowPositionNoise",
-        "standardNoise",
-        "highTorqueNoise",
-        "highPositionNoise",
-        "highPositionTorqueNoise",
-    }
+    assert set(config.noise.values()) == set(NOISE_PRESETS)  # BIRDy's six, by name (test_birdy_data.py)
     assert config.initial_estimates.relative_std == 0.15 and config.data.closed_loop.duration == 10
     labels = {e.display for e in config.estimators}
     assert {"ols", "ols_f", "wls_f", "irls_f", "idim_tls_f", "idim_ml", "idim_iv", "didim", "pc_idim_iv"} <= labels

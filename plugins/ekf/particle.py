@@ -121,7 +121,7 @@ class ParticleFilter(StreamFilter):
             M = None
         R = self.schedule.update_noise(M if M is not None and positive_definite(M) else None, joints + 2 * n, t)
         YC = Y @ self.covariances  # (N, mt, b)
-        L = cholesky_many(YC @ Y.transpose(0, 2, 1) + R)  # the innovation covariances' factors
+        L = np.linalg.cholesky(YC @ Y.transpose(0, 2, 1) + R)  # the innovation covariances' factors (batched)
         innovation = tau[joints] - np.einsum("nib,nb->ni", Y, self.means)
         Z = forward_substitution(L, np.concatenate([YC, innovation[:, :, None]], axis=2))  # L⁻¹ [Y C, e]
         W, v = Z[:, :, :-1], Z[:, :, -1]
@@ -193,23 +193,6 @@ def regressors(process, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.nd
 
 # numpy's batched linalg calls LAPACK once per matrix, about as slow as the filter's other work together for the
 # particles' n × n innovation covariances: these loop over the n columns instead, vectorised over the particles
-
-
-def cholesky_many(S: np.ndarray) -> np.ndarray:
-    """(N, n, n) the lower Cholesky factors of N symmetric matrices S (N, n, n).
-
-    Raises:
-        LinAlgError: one of them is not positive definite.
-    """
-    L = np.zeros_like(S)
-    for j in range(S.shape[1]):
-        pivot = S[:, j, j] - np.einsum("nk,nk->n", L[:, j, :j], L[:, j, :j])
-        if not np.all(pivot > 0):
-            raise np.linalg.LinAlgError("an innovation covariance is not positive definite")
-        L[:, j, j] = np.sqrt(pivot)
-        below = S[:, j + 1 :, j] - np.einsum("nik,nk->ni", L[:, j + 1 :, :j], L[:, j, :j])
-        L[:, j + 1 :, j] = below / L[:, j, j, None]
-    return L
 
 
 def forward_substitution(L: np.ndarray, B: np.ndarray) -> np.ndarray:
