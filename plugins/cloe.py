@@ -3,7 +3,7 @@ Karimi 1997's closed-loop output error; Gautier, Janot & Vandanjon 2013 for robo
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -27,7 +27,16 @@ class ClosedLoopErrorOptions(EstimatorOptions):
         100, ge=2, description="residual evaluations at most (each a closed-loop simulation; Jacobians not counted)"
     )
     fd_step: float = Field(
-        1e-6, gt=0, lt=0.1, description="forward-difference step of the Jacobian, relative to each parameter"
+        1e-6,
+        gt=0,
+        lt=0.1,
+        description="forward-difference step of the Jacobian (finite_difference, and sensitivity's fallback), "
+        "relative to each parameter",
+    )
+    jacobian: Literal["sensitivity", "finite_difference"] = Field(
+        "sensitivity",
+        description="the Jacobian: forward sensitivities carried along one simulated loop, or forward differences "
+        "of b + 1 simulated copies",
     )
 
 
@@ -35,14 +44,21 @@ class CLOEEstimator(Estimator):
     """CLOE: min over the base parameters β of ‖q − q_s(β)‖² over every joint and sample, q the measured
     positions and q_s the closed loop (the data's controller and reference) simulated on the model with β.
 
-    Levenberg–Marquardt (:func:`scipy.optimize.least_squares`, ``method="lm"``) in the coordinates β / |β₀|;
-    the Jacobian by forward differences, all b perturbed copies and the unperturbed one in ONE batched
-    simulation (:func:`~robotid_sim.identification.closed_loop_model.simulate_closed_loop`, threads over the
-    copies). A simulation that diverges gives a large finite residual (the step shrinks). Starts from the
-    problem's ``initial`` estimate, else from OLS. Needs closed-loop data (``metadata['closed_loop']``).
+    Levenberg–Marquardt (:func:`scipy.optimize.least_squares`, ``method="lm"``) in the coordinates β / |β₀|.
+    The Jacobian (option ``jacobian``): ``"sensitivity"`` (default) carries ∂q/∂β and ∂u/∂β along ONE simulation
+    of the discrete loop (forward sensitivities,
+    :meth:`~robotid_sim.identification.closed_loop_model.ClosedLoopSimulation.sensitivities`; about 2–3 copies'
+    cost, and closer to the exact derivative than forward differences; without numba, or for a friction law the
+    compiled loop does not know, it falls back to the forward differences); ``"finite_difference"``: forward
+    differences of step ``fd_step``, all b perturbed copies and the unperturbed one in ONE batched simulation
+    (:func:`~robotid_sim.identification.closed_loop_model.simulate_closed_loop`, threads over the copies). The
+    residuals are simulated either way, so both reach the same minimum. A simulation that diverges gives a large
+    finite residual (the step shrinks). Starts from the problem's ``initial`` estimate, else from OLS. Needs
+    closed-loop data (``metadata['closed_loop']``).
 
     Covariance: σ² (Jᵀ J)⁻¹ at the solution, σ² = ‖r‖² / (m − b). Diagnostics: ``iterations`` (Jacobians),
-    ``model_evaluations`` (closed-loop simulations, one per copy), ``converged`` (a tolerance was met),
+    ``model_evaluations`` (closed-loop simulations, one per copy; a sensitivity Jacobian counts one),
+    ``converged`` (a tolerance was met),
     ``status`` (scipy's message), ``cost`` (½‖r‖²).
     """
 
@@ -59,13 +75,13 @@ class CLOEEstimator(Estimator):
         if self.signal == "q":
             measured = np.asarray(problem.dataset.q, float).reshape(-1)
 
-            def simulated(result):
-                return result["q"].reshape(result["q"].shape[0], -1)
+            def stacked(signal):
+                """A simulated (…, N, n) signal as (…, m) rows, like ``measured``."""
+                return signal.reshape(*signal.shape[:-2], -1)
         else:
             measured = problem.torque_vector()
-
-            def simulated(result):
-                return simulation.rows(result["u"])
+            stacked = simulation.rows
+        derivative = {"q": 1, "u": 2}[self.signal]  # the index of ∂signal/∂β in sensitivities' answer
 
         start = starting_point(problem)
         typical = np.maximum(np.abs(start), 1e-6 * np.abs(start).max())
@@ -73,15 +89,20 @@ class CLOEEstimator(Estimator):
 
         def outputs(x: np.ndarray) -> np.ndarray:
             """(B, m) simulated signal of the scaled parameter sets x (B, b); a diverged copy's rows NaN."""
-            return simulated(simulation.run(x * typical))
+            return stacked(simulation.run(x * typical)[self.signal])
 
         def residual(x: np.ndarray) -> np.ndarray:
             return np.nan_to_num(measured - outputs(x[None])[0], nan=penalty, posinf=penalty, neginf=-penalty)
 
         def jacobian(x: np.ndarray) -> np.ndarray:
             h = self.fd_step * np.maximum(np.abs(x), 1.0)
-            s = outputs(np.vstack([x, x + np.diag(h)]))
-            return np.nan_to_num(-(s[1:] - s[0]).T / h, nan=0.0, posinf=0.0, neginf=0.0)
+            if self.jacobian == "sensitivity":  # ∂signal/∂x = ∂signal/∂β · typical
+                ds = simulation.sensitivities(x * typical, h * typical)[derivative]
+                J = -stacked(np.moveaxis(ds, -1, 0)).T * typical
+            else:
+                s = outputs(np.vstack([x, x + np.diag(h)]))
+                J = -(s[1:] - s[0]).T / h
+            return np.nan_to_num(J, nan=0.0, posinf=0.0, neginf=0.0)
 
         fit = least_squares(
             residual,
@@ -112,8 +133,8 @@ class CLOEEstimator(Estimator):
 class CLIEEstimator(CLOEEstimator):
     """CLIE: min over the base parameters β of ‖τ − u_s(β)‖², τ the measured torque and u_s the control torque
     of the closed loop simulated on the model with β (the data's controller and reference), on the problem's
-    rows in use. Otherwise as ``cloe``: Levenberg–Marquardt, the forward-difference Jacobian in one batched
-    simulation of b + 1 copies, the same options and diagnostics.
+    rows in use. Otherwise as ``cloe``: Levenberg–Marquardt, the Jacobian from forward sensitivities (∂u/∂β) or
+    forward differences (option ``jacobian``), the same options and diagnostics.
     """
 
     name = "clie"

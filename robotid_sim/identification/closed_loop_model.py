@@ -212,6 +212,30 @@ def simulate_closed_loop(structure, thetas, spec: ClosedLoopSpec, times) -> dict
     Raises:
         DataError: malformed ``thetas`` or ``times``; ConfigError: a coupled robot or gains of another joint count.
     """
+    thetas, steps, q_ref, qd_ref, gains, (inert, rotor, fvals) = _loop_inputs(structure, thetas, spec, times)
+    B, n = thetas.shape[0], structure.n_dof
+    friction = structure.friction
+    out = {key: np.empty((B, len(steps), n)) for key in ("q", "qd", "qdd", "u")}
+    out["ok"] = np.ones(B, dtype=np.bool_)
+    if crba.kernels() is None or friction.kind not in FRICTION_CODES:
+        _simulate_numpy(structure, thetas, q_ref, qd_ref, gains, spec.timing, steps, out)
+        return out
+    from robotid_sim.dynamics import closed_loop_kernels
+
+    law = _kernel_law(structure, fvals)
+    chain = crba.pack_chain(structure.joints).kernel_arrays
+    g = crba.kernel_array(structure.gravity, (3,), "gravity")
+    signals = (out["q"], out["qd"], out["qdd"], out["u"])
+    closed_loop_kernels.closed_loop_copies(
+        chain, g, inert, rotor, law, q_ref, qd_ref, gains, spec.timing, steps, *signals, out["ok"]
+    )
+    return out
+
+
+def _loop_inputs(structure, thetas, spec: ClosedLoopSpec, times) -> tuple:
+    """:func:`simulate_closed_loop`'s checked inputs: thetas (B, p), the control steps (N,) of ``times``, q_ref,
+    qd_ref (K, n), the gains ``(kp, kd, ki, anti_windup)`` and each copy's ``(inert (B, n, 10), rotor (B, n),
+    fvals (B, n, k))``."""
     check_uncoupled(structure)
     n, p = structure.n_dof, structure.n_parameters
     thetas = np.asarray(thetas, float)
@@ -232,29 +256,20 @@ def simulate_closed_loop(structure, thetas, spec: ClosedLoopSpec, times) -> dict
     if len(slices["rotor"]):
         rotor[:] = thetas[:, slices["rotor"]]
     fvals = np.ascontiguousarray(thetas[:, slices["friction"]].reshape(B, n, -1))
-    friction = structure.friction
-    out = {key: np.empty((B, len(steps), n)) for key in ("q", "qd", "qdd", "u")}
-    out["ok"] = np.ones(B, dtype=np.bool_)
-    if crba.kernels() is None or friction.kind not in FRICTION_CODES:
-        _simulate_numpy(structure, thetas, q_ref, qd_ref, gains, spec.timing, steps, out)
-        return out
-    from robotid_sim.dynamics import closed_loop_kernels
+    return thetas, steps, q_ref, qd_ref, gains, (inert, rotor, fvals)
 
-    ones = np.ones(n)
-    law = (
+
+def _kernel_law(structure, fvals) -> tuple:
+    """The compiled loop's friction law ``(code, fvals, alpha (n,), vs (n,), smoothing)`` of ``structure``."""
+    friction = structure.friction
+    ones = np.ones(structure.n_dof)
+    return (
         FRICTION_CODES[friction.kind],
         fvals,
         crba.kernel_array(getattr(friction, "alpha", ones)),
         crba.kernel_array(getattr(friction, "vs", ones)),
         float(friction.sign_smoothing),
     )
-    chain = crba.pack_chain(structure.joints).kernel_arrays
-    g = crba.kernel_array(structure.gravity, (3,), "gravity")
-    signals = (out["q"], out["qd"], out["qdd"], out["u"])
-    closed_loop_kernels.closed_loop_copies(
-        chain, g, inert, rotor, law, q_ref, qd_ref, gains, spec.timing, steps, *signals, out["ok"]
-    )
-    return out
 
 
 def _simulate_numpy(structure, thetas, q_ref, qd_ref, gains, timing, steps, out) -> None:
@@ -323,6 +338,8 @@ class ClosedLoopSimulation:
     Attributes:
         spec: the loop (:func:`closed_loop_of`).
         evaluations: closed-loop simulations run so far (one per copy).
+        standard: (p, b) pinv(K), θ = standard·β (:func:`standard_of_base`, computed once: a threaded SVD can take
+            ~0.1 s on a busy machine).
     """
 
     def __init__(self, problem, user: str = "the closed-loop model simulation"):
@@ -332,12 +349,78 @@ class ClosedLoopSimulation:
         self.times = np.asarray(problem.dataset.t, float) + self.spec.t_offset
         self.spec.reference(problem.structure, int(self.spec.steps(self.times)[-1]) + 1)
         self.evaluations = 0
+        self.standard = np.linalg.pinv(problem.base.K)
 
     def run(self, betas=None, thetas=None) -> dict[str, np.ndarray]:
         """:func:`simulate_closed_loop` of base parameter sets ``betas`` (B, b), or of standard ones ``thetas``."""
-        thetas = np.atleast_2d(standard_of_base(self.problem.base, betas) if thetas is None else thetas)
+        thetas = np.atleast_2d(np.asarray(betas, float) @ self.standard.T if thetas is None else thetas)
         self.evaluations += thetas.shape[0]
         return simulate_closed_loop(self.problem.structure, thetas, self.spec, self.times)
+
+    def sensitivities(self, beta, fd_steps, hold: bool = True) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """The simulation at the base parameters ``beta`` (b,) and its derivatives ∂q/∂β, ∂u/∂β at the samples.
+
+        Compiled forward sensitivities of the discrete loop
+        (:func:`robotid_sim.dynamics.closed_loop_sensitivity.loop_sensitivity`): one nominal loop that carries
+        its b derivative columns along, counted as ONE model evaluation (it costs about as much as two or three
+        copies of :meth:`run`). Without numba, or for a friction law the compiled loop does not know, forward
+        differences instead: the b + 1 copies β and β + ``fd_steps[i]``·e_i in one batched :meth:`run`
+        (counted b + 1).
+
+        Args:
+            beta: (b,) base parameters.
+            fd_steps: (b,) the forward-difference steps of the fallback (> 0).
+            hold: the compiled loop evaluates the rigid-body derivatives ∂τ/∂q, ∂τ/∂qd once per control step and
+                holds them over its physics steps (True: within 1e-4 of the exact derivative of the discrete loop,
+                the cheaper), or at every physics step (False: the exact one, to finite-difference accuracy).
+
+        Returns:
+            (result, dq, du): ``result`` as :meth:`run`'s for one copy, ``dq``, ``du`` (N, n, b) ∂q/∂β and
+            ∂u/∂β at the data's samples (NaN from where the loop diverged).
+        """
+        beta = np.asarray(beta, float)
+        structure = self.problem.structure
+        if crba.kernels() is None or structure.friction.kind not in FRICTION_CODES:
+            fd_steps = np.asarray(fd_steps, float)
+            result = self.run(np.vstack([beta, beta + np.diag(fd_steps)]))
+            dq, du = (np.moveaxis((result[key][1:] - result[key][0]) / fd_steps[:, None, None], 0, -1) for key in "qu")
+            return {key: value[:1] for key, value in result.items()}, dq, du
+        from robotid_sim.dynamics import closed_loop_sensitivity
+
+        base = self.problem.base
+        thetas, steps, q_ref, qd_ref, gains, (inert, rotor, fvals) = _loop_inputs(
+            structure, beta[None] @ self.standard.T, self.spec, self.times
+        )
+        n, k, block = structure.n_dof, fvals.shape[2], structure.parameter_block
+        units = np.zeros((k, n, k))
+        units[np.arange(k), :, np.arange(k)] = 1.0
+        colmap = np.full(n * block, -1, dtype=np.int64)  # Y·pinv(K) = Y_b: the independent columns of Y
+        colmap[base.independent] = np.arange(len(beta))
+        out = np.empty((4, len(steps), n))
+        dq, du = np.empty((len(steps), n, len(beta))), np.empty((len(steps), n, len(beta)))
+        ok = closed_loop_sensitivity.loop_sensitivity(
+            crba.pack_chain(structure.joints).kernel_arrays,
+            crba.kernel_array(structure.gravity, (3,), "gravity"),
+            inert[0],
+            rotor[0],
+            _kernel_law(structure, fvals[0]),
+            units,
+            colmap.reshape(n, block),
+            int(structure.has_rotor_inertia),
+            q_ref,
+            qd_ref,
+            gains,
+            self.spec.timing,
+            bool(hold),
+            steps,
+            out,
+            dq,
+            du,
+        )
+        self.evaluations += 1
+        result = {key: out[i][None] for i, key in enumerate(("q", "qd", "qdd", "u"))}
+        result["ok"] = np.array([ok])
+        return result, dq, du
 
     def base_regressor(self, result: dict[str, np.ndarray], copy: int = 0) -> np.ndarray:
         """The base regressor (m, b) of copy ``copy``'s simulated states, on the problem's rows in use."""
