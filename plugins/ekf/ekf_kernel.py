@@ -5,9 +5,9 @@ The same filter as :class:`~robotid_sim_plugins.ekf.stream.PythonEKF` on filterp
 (equal to rounding, ``tests/test_filters.py``), written for the structure of the model (d = 2n + b states, m
 measured rows) so that a step costs O(d²·(n + m)) in a few BLAS products instead of O(d³):
 
-- the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as W + (K R − W Hᵀ) Kᵀ, W = P − K (H P): H's rows
-  are unit rows (q, qd) or, for the accelerations, [0, 0, Y(q, qd, qdd)] of the recorded sample (the torque
-  form), so H P and W Hᵀ are rows and columns of P and W and one (n, b) × (b, d) product each;
+- the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as P − K (H P) + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R:
+  H's rows are unit rows (q, qd) or, for the accelerations, [0, 0, Y(q, qd, qdd)] of the recorded sample (the
+  torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update two (d, m) × (m, d) products;
 - F P Fᵀ only changes the rows and columns of q and qd (F = I + Δt·[[0, I, 0], [A], [0]]).
 
 A sample's predict is made when the next sample arrives (then it is known whether that one starts a new
@@ -136,7 +136,8 @@ def _linearize(chain, x, tau, acc, qdd, A, M, noise_q, flags, noise):  # pragma:
 @numba.njit(cache=True)
 def _predict(x, P, qdd, A, noise_q, previous_qdd, flags, t_rel, noise):  # pragma: no cover - compiled
     """filterpy's predict from the posterior: x ← fx(x, qdd), P ← F P Fᵀ + Q, F = I + Δt·[[0, I, 0], [A], [0]] (its
-    A-rows only where ``lin`` is the model's); P's q and qd rows and columns symmetrised (the rest is P's)."""
+    A-rows and Q's parameter block only where ``lin`` is the model's); P's q and qd rows and columns symmetrised
+    (the rest is P's)."""
     unit_state, floor, q_lam, annealing, dt = noise[4], noise[5], noise[6], noise[7], noise[8]
     n = qdd.shape[0]
     d = x.shape[0]
@@ -175,9 +176,10 @@ def _predict(x, P, qdd, A, noise_q, previous_qdd, flags, t_rel, noise):  # pragm
                 P[n + i, n + i] += (0.5 * dt * (qdd[i] - previous_qdd[i])) ** 2
             for j in range(n):
                 P[n + i, n + j] += dt * dt * noise_q[i, j]
-    decay = 1.0 if math.isinf(annealing) else math.exp(-t_rel / annealing)
-    for i in range(2 * n, d):
-        P[i, i] += q_lam * decay
+    if model:  # the parameters' process noise only where the model predicts (stream.parameter_noise_where_physical)
+        decay = 1.0 if math.isinf(annealing) else math.exp(-t_rel / annealing)
+        for i in range(2 * n, d):
+            P[i, i] += q_lam * decay
     for i in range(2 * n):
         for j in range(d):
             if j < i or j >= 2 * n:
@@ -190,8 +192,8 @@ def _predict(x, P, qdd, A, noise_q, previous_qdd, flags, t_rel, noise):  # pragm
 def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # pragma: no cover - compiled
     """filterpy's update (Joseph form) with the measured rows: q and qd rows z − x, accelerations in the torque
     form τ − Y(q, qd, qdd) λ of the recorded sample with noise diag(σ_τ²) + M diag(σ_qdd²) Mᵀ (M at the prior; the
-    second term only where M is ``physical``, positive definite); R(t) tempered. False: S is singular (P no longer
-    a covariance)."""
+    second term only where M is ``physical``, positive definite); the rows of q and qd tempered, the torque rows not
+    (``NoiseSchedule.update_noise`` without ``temper_torque``). False: S is singular (P no longer a covariance)."""
     r0, tau_var, tempering, warmup, rows = noise[0], noise[1], noise[2], noise[3], noise[9]
     n = q.shape[0]
     d = x.shape[0]
@@ -225,8 +227,8 @@ def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # prag
         for a in range(mt):
             i = rows[first + a] - 2 * n
             for c in range(mt):
-                R[first + a, first + c] = MR[i, rows[first + c] - 2 * n] * scale
-            R[first + a, first + a] += tau_var[i] * scale
+                R[first + a, first + c] = MR[i, rows[first + c] - 2 * n]
+            R[first + a, first + a] += tau_var[i]
     S = R.copy()
     for c in range(first):
         S[:, c] += HP[:, rows[c]]
@@ -245,16 +247,13 @@ def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # prag
         return False
     Kt = S_inv @ HP
     x += Kt.T @ y
-    # Joseph: W = (I − KH) P, then W (I − KH)ᵀ + K R Kᵀ = W + (K R − W Hᵀ) Kᵀ
-    W = P - Kt.T @ HP
-    WH = np.empty((d, m))
-    for a in range(first):
-        WH[:, a] = W[:, rows[a]]
-    WH[:, first:] = np.ascontiguousarray(W[:, 2 * n :]) @ H.T
-    C = (Kt.T @ R - WH) @ Kt
-    for i in range(d):  # P = W + C, symmetrised
+    # Joseph: (I − KH) P (I − KH)ᵀ + K R Kᵀ = P − K H P + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R (the second term is
+    # what the gain's rounding leaves: the form stays a covariance however K is rounded)
+    KHP = Kt.T @ HP
+    C = (Kt.T @ S - HP.T) @ Kt
+    for i in range(d):  # P − K H P + C, symmetrised
         for j in range(i + 1):
-            s = 0.5 * (W[i, j] + C[i, j] + W[j, i] + C[j, i])
+            s = P[i, j] - 0.5 * (KHP[i, j] + KHP[j, i] - C[i, j] - C[j, i])
             P[i, j] = s
             P[j, i] = s
     return True

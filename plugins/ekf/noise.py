@@ -104,12 +104,13 @@ class NoiseSchedule:
             R *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
         return R
 
-    def update_noise(self, M: np.ndarray | None, rows: np.ndarray, t: float) -> np.ndarray:
+    def update_noise(self, M: np.ndarray | None, rows: np.ndarray, t: float, temper_torque: bool = True) -> np.ndarray:
         """(m, m) R(t) of the EKF's measured ``rows`` (m,) of [q, qd, qdd], the accelerations in the torque form
         τ − Y(q, qd, qdd) λ: diag(σ_q², σ_qd²) and, on the rows of qdd, diag(σ_τ²) + M diag(σ_qdd²) Mᵀ (what the
         torque's noise and the acceleration's make in that residual; M (n, n) the mass matrix at the prior, None
-        where it is not positive definite: no physical model to map the acceleration's noise), all times
-        1 + c·e^(−t/T_w)."""
+        where it is not positive definite: no physical model to map the acceleration's noise), times
+        1 + c·e^(−t/T_w): all rows, or without ``temper_torque`` the rows of q and qd only (the torque rows are
+        linear in λ, exact wherever the estimate is: the EKF's, whose tempering is for its linearisation)."""
         n = self.n
         s = self.measurement_std
         R = np.zeros((3 * n, 3 * n))
@@ -118,7 +119,9 @@ class NoiseSchedule:
         if M is not None:
             R[2 * n :, 2 * n :] += (M * s["qdd"] ** 2) @ M.T
         if self.tempering:
-            R *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
+            R[: 2 * n, : 2 * n] *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
+            if temper_torque:
+                R[2 * n :, 2 * n :] *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
         return R[np.ix_(rows, rows)]
 
     def process_noise(

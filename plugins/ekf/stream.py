@@ -173,7 +173,8 @@ class PythonEKF(StreamFilter):
         self._lin = None
 
     def predict(self, tau, qdd, Q):
-        self.kf.F, self.kf.Q = self.process.F_jacobian(self._lin), Q
+        self.kf.F = self.process.F_jacobian(self._lin)
+        self.kf.Q = parameter_noise_where_physical(Q, self._mass, self.process.n)
         self.kf.predict(self._lin.qdd)
         self.kf.P = 0.5 * (self.kf.P + self.kf.P.T)
 
@@ -196,6 +197,17 @@ class PythonEKF(StreamFilter):
         return self._lin.qdd, tau_noise
 
 
+def parameter_noise_where_physical(Q: np.ndarray, M, n: int) -> np.ndarray:
+    """Q (d, d) as the EKF's predict takes it (n joints): without the parameters' process noise where the
+    posterior is not a physical model (M None: the predict takes the recorded acceleration and leaves λ out of F,
+    the filter is a recursive least squares in λ, exact, and that noise would only make it forget the data)."""
+    if M is not None:
+        return Q
+    Q = Q.copy()
+    Q[2 * n :, 2 * n :] = 0.0
+    return Q
+
+
 def torque_form(
     process: EulerProcessModel, schedule: NoiseSchedule, sample: tuple, z: np.ndarray, tau: np.ndarray, M, t: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -209,7 +221,7 @@ def torque_form(
     H[np.flatnonzero(~torque), rows[~torque]] = 1.0
     H[torque, 2 * n :] = base_regressor(process, *sample)[rows[torque] - 2 * n]
     z = np.where(torque, tau[np.where(torque, rows - 2 * n, 0)], z)
-    return H, z, schedule.update_noise(M, rows, t)
+    return H, z, schedule.update_noise(M, rows, t, temper_torque=False)
 
 
 def posterior_linearization(
