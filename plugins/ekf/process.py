@@ -104,11 +104,11 @@ class EulerProcessModel:
         Raises:
             SingularMassMatrix: M(q, λ) is singular at one of them (without ``singular_nan``).
         """
-        tau = np.ascontiguousarray(np.broadcast_to(tau, (X.shape[0], self.n)), dtype=float)
+        taus, qdd = np.empty((X.shape[0], self.n)), np.empty((X.shape[0], self.n))
+        taus[:] = tau
         ok = np.ones(X.shape[0], dtype=np.bool_)
-        qdd = np.empty((X.shape[0], self.n))
         if self.chain is None:
-            for s, (x, u) in enumerate(zip(X, tau, strict=True)):
+            for s, (x, u) in enumerate(zip(X, taus, strict=True)):
                 try:
                     qdd[s] = self.forward_dynamics(x, u)[0]
                 except SingularMassMatrix:
@@ -116,9 +116,9 @@ class EulerProcessModel:
         else:
             from robotid_sim_plugins.ekf.compiled import forward_batch
 
-            forward_batch(self.chain.arrays, np.ascontiguousarray(X), tau, qdd, ok)
-        ok &= np.isfinite(qdd).all(axis=1)
-        if not ok.all():
+            forward_batch(self.chain.arrays, np.ascontiguousarray(X), taus, qdd, ok)
+        if not (ok.all() and np.isfinite(qdd).all()):
+            ok &= np.isfinite(qdd).all(axis=1)
             if not singular_nan:
                 raise SingularMassMatrix
             qdd[~ok] = np.nan
@@ -137,20 +137,25 @@ class EulerProcessModel:
         qdd = self.forward_many(np.vstack([X, np.broadcast_to(X[0], (n, X.shape[1]))]), taus)
         return qdd[:-n], qdd[0], (qdd[-n:] - qdd[0]).T
 
-    def dynamics_basis(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(M basis (b, n·n), h basis (b, n)) at q, qd (n,): M(q, λ) = (λ @ M basis).reshape(n, n) and
-        h(q, qd, λ) = λ @ h basis for any λ (b,) (the model is linear in λ): the base regressor at zero and unit
-        accelerations, compiled for a chain."""
+    def dynamics_basis(self, q: np.ndarray, qd: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(basis (b, T + n), [M, h] at λ (T + n,)) at q, qd (n,): [M(q, λ)'s lower triangle (its rows in order,
+        T = n(n + 1)/2), h(q, qd, λ)] = λ @ basis for any λ (b,) (the model is linear in λ, M symmetric), and at
+        the given λ (b,): the base regressor at zero and unit accelerations, compiled for a chain
+        (:func:`~robotid_sim_plugins.ekf.sigma_kernel.packed_basis`; the basis Fortran-ordered)."""
+        from robotid_sim_plugins.ekf.sigma_kernel import packed_basis
+
         n, b = self.n, self.b
         Q, QD = np.repeat(q[None], n + 1, 0), np.repeat(qd[None], n + 1, 0)
         if self.chain is None:
-            Y = self.regressor(Q, QD, self._zero_acc)
+            Y = np.ascontiguousarray(self.regressor(Q, QD, self._zero_acc), dtype=float)
         else:
             from robotid_sim_plugins.ekf.compiled import base_regressor
 
             Y = np.empty((n + 1, n, b))
             base_regressor(self.chain.arrays, Q, QD, self._zero_acc, Y)
-        return (Y[1:] - Y[0]).transpose(2, 1, 0).reshape(b, n * n), Y[0].T.copy()
+        basis, mean = np.empty((n * (n + 3) // 2, b)), np.empty(n * (n + 3) // 2)
+        packed_basis(Y, np.ascontiguousarray(lam), basis, mean)
+        return basis.T, mean
 
     def sigma_dynamics(
         self, x: np.ndarray, L: np.ndarray, gamma: float, tau: np.ndarray
@@ -160,42 +165,31 @@ class EulerProcessModel:
 
         L is lower-triangular (a Cholesky factor), so the points of its last b columns move λ only (the state is
         [q, qd, λ]): they and x share q and qd, and as the model is linear in λ their M and h are x's plus
-        ±γ times those of the columns, from one :meth:`dynamics_basis` and one (b, b) × (b, n²) product; their
-        solves and M⁻¹'s (n unit right-hand sides) are one compiled call. Only the 4n points that move q or qd
-        take a full forward dynamics (:meth:`forward_many`). The same numbers as :meth:`forward_many` on every
-        point, to rounding.
+        ±γ times those of the columns, from one :meth:`dynamics_basis` and one triangular (b, b) × (b, T + n)
+        product; their solves and M⁻¹ are one compiled call
+        (:func:`~robotid_sim_plugins.ekf.sigma_kernel.lambda_points`). Only the 4n points that move q or qd take a
+        full forward dynamics (:meth:`forward_many`). The same numbers as :meth:`forward_many` on every point, to
+        rounding.
 
         Raises:
             SingularMassMatrix: M(q, λ) is singular at one of the points.
         """
-        from robotid_sim_plugins.ekf.sigma_kernel import solve_many
+        from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, sigma_states
+        from scipy.linalg.blas import dtrmm
 
         n, d, b = self.n, self.dim_x, self.b
         n2 = 2 * n
-        move = gamma * L[:n2].T  # (d, 2n): how each column moves q and qd
-        states = np.empty((2 * d + 1, n2))
-        states[0] = x[:n2]
-        np.add(x[:n2], move, out=states[1 : d + 1])
-        np.subtract(x[:n2], move, out=states[d + 1 :])
-        columns = gamma * L[:, :n2].T
-        moving = self.forward_many(np.vstack([x + columns, x - columns]), tau)
-        mass, bias = self.dynamics_basis(x[:n], x[n:n2])
-        lam, step = x[n2:], gamma * L[n2:, n2:]  # step (b, b): how the last b columns move λ
-        M0, h0 = lam @ mass, lam @ bias
-        dM, dh = step.T @ mass, step.T @ bias
-        M = np.empty((2 * b + 1 + n, n * n))
-        M[0], M[1 : b + 1], M[b + 1 : 2 * b + 1], M[2 * b + 1 :] = M0, M0 + dM, M0 - dM, M0
-        rhs = np.empty((2 * b + 1 + n, n))
-        rhs[0], rhs[1 : b + 1], rhs[b + 1 : 2 * b + 1] = tau - h0, tau - h0 - dh, tau - h0 + dh
-        rhs[2 * b + 1 :] = np.eye(n)
-        out, ok = np.empty_like(rhs), np.empty(rhs.shape[0], dtype=np.bool_)
-        solve_many(M.reshape(-1, n, n), rhs, out, ok)
-        if not ok.all():
-            raise SingularMassMatrix
+        states, moving, block = np.empty((2 * d + 1, n2)), np.empty((2 * n2, d)), np.empty((b, b))
+        sigma_states(x, L, gamma, n, states, moving, block)
         qdd = np.empty((2 * d + 1, n))
-        qdd[0], qdd[n2 + 1 : d + 1], qdd[d + n2 + 1 :] = out[0], out[1 : b + 1], out[b + 1 : 2 * b + 1]
-        qdd[1 : n2 + 1], qdd[d + 1 : d + n2 + 1] = moving[:n2], moving[n2:]
-        return states, qdd, out[2 * b + 1 :].T.copy()
+        moved = self.forward_many(moving, tau)
+        qdd[1 : n2 + 1], qdd[d + 1 : d + n2 + 1] = moved[:n2], moved[n2:]
+        basis, mean = self.dynamics_basis(x[:n], x[n:n2], x[n2:])
+        change = dtrmm(gamma, block.T, basis)  # (b, T + n): γ·(L's λ block)ᵀ @ basis, the columns' change
+        Minv = np.empty((n, n))
+        if not lambda_points(mean, change.T, tau, qdd[0], qdd[n2 + 1 : d + 1], qdd[d + n2 + 1 :], Minv):
+            raise SingularMassMatrix
+        return states, qdd, Minv
 
     def step_many(self, X: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """(S, d) the Euler step x + Δt·[qd, qdd, 0] (Eq. 43) of S states X (S, d) with their accelerations (S, n)."""

@@ -30,7 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 from filterpy.kalman import MerweScaledSigmaPoints
 from robotid_sim_plugins.ekf.process import SingularMassMatrix
+from robotid_sim_plugins.ekf.sigma_kernel import positive_definite, sigma_roots
 from robotid_sim_plugins.ekf.stream import StreamFilter
+from scipy.linalg.blas import dtrmm
+from scipy.linalg.lapack import dgesv, dpotrf
 
 #: h² of the central-difference points: 3, optimal for a Gaussian prior (Nørgaard et al. 2000)
 CDKF_H2 = 3.0
@@ -71,16 +74,34 @@ class SigmaRule:
     def roots(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(mean (k,), first-order root (d, k), second-order root (d, k), centre deviation (k,)) of the values
         V (2d + 1, k) at the points."""
-        d = (V.shape[0] - 1) // 2
-        mean = self.Wm @ V
-        plus, minus = V[1 : d + 1], V[d + 1 :]
-        first = (plus - minus) / (2.0 * self.gamma)
-        second = math.sqrt(self.second) * (plus + minus - 2.0 * (mean if self.about_mean else V[0]))
-        return mean, first, second, V[0] - mean
+        d, k = (V.shape[0] - 1) // 2, V.shape[1]
+        mean, first, second, centre = np.empty(k), np.empty((d, k)), np.empty((d, k)), np.empty(k)
+        sigma_roots(V, self.Wm, self.gamma, self.second, self.about_mean, mean, first, second, centre)
+        return mean, first, second, centre
 
     def covariance(self, first: np.ndarray, second: np.ndarray, centre: np.ndarray) -> np.ndarray:
         """(k, k) the transform's covariance from :meth:`roots`."""
         return first.T @ first + second.T @ second + self.centre * np.outer(centre, centre)
+
+
+def cholesky(P: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor (d, d) of the symmetric P (d, d), LAPACK's (numpy's numbers, without its
+    wrapping).
+
+    Raises:
+        LinAlgError: P is not positive definite.
+    """
+    L, info = dpotrf(P, lower=1, clean=1)
+    if info:
+        raise np.linalg.LinAlgError("Cholesky")
+    return L
+
+
+def symmetrize(P: np.ndarray) -> np.ndarray:
+    """P (d, d) ← ½ (P + Pᵀ), in place; returns P."""
+    np.add(P, P.T, out=P)
+    P *= 0.5
+    return P
 
 
 class SigmaPointFilter(StreamFilter):
@@ -141,34 +162,34 @@ class SigmaPointFilter(StreamFilter):
         (its inverse Minv (n, n)) stopped being positive definite: the estimate left the physical parameters, and
         its forward dynamics mean nothing (the filter diverged, however finite its numbers). A start whose mass
         matrix is not positive definite (λ0 = 0.1 on a large robot) is left to reach one first."""
-        try:
-            np.linalg.cholesky(0.5 * (Minv + Minv.T))
+        if positive_definite(Minv):  # its symmetric part
             self.physical = True
-        except np.linalg.LinAlgError:
-            if self.physical:
-                raise SingularMassMatrix from None
+        elif self.physical:
+            raise SingularMassMatrix
 
     def predict(self, tau, qdd, Q):
         n2, dt = 2 * self.process.n, self.process.dt
-        L = np.linalg.cholesky(self._P)  # LinAlgError: P lost positive definiteness, the filter diverged
+        L = cholesky(self._P)  # LinAlgError: P lost positive definiteness, the filter diverged
         g, first, second, centre = self.propagate(L, tau)
-        cross = dt * first.T @ L.T  # (2n, d): the first-order change of the rows of q and qd
-        P = self._P.copy()
-        P[:n2] += cross
-        P[:, :n2] += cross.T
+        cross = dtrmm(dt, L, first, lower=1)  # (d, 2n): the first-order change of the columns of q and qd
+        P = self._P + Q
+        P[:, :n2] += cross
+        P[:n2] += cross.T
         P[:n2, :n2] += dt**2 * self.rule.covariance(first, second, centre)
-        P += Q
-        self._P = 0.5 * (P + P.T)
+        symmetrize(P[:n2, :n2])  # the other blocks kept P's and Q's symmetry, cross being added to both sides
+        self._P = P
         self._x = self._x.copy()
         self._x[:n2] += dt * g
 
     def correct(self, z, tau, t):
-        L = np.linalg.cholesky(self._P)
+        L = cholesky(self._P)
         zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(L, tau, t)
         Pzz = self.rule.covariance(first, second, centre) + R
-        Pxz = L @ first
-        K = np.linalg.solve(Pzz, Pxz.T).T  # Pzz is symmetric
+        Pxz = dtrmm(1.0, L, first, lower=1)
+        _, _, K, info = dgesv(Pzz, Pxz.T)  # K = Pxz Pzz⁻¹ (Pzz symmetric): LAPACK's solve, numpy's numbers
+        if info:
+            raise np.linalg.LinAlgError("singular Pzz")
+        K = K.T
         self._x = self._x + K @ (z - zp)
-        P = self._P - K @ Pxz.T
-        self._P = 0.5 * (P + P.T)
+        self._P = symmetrize(self._P - K @ Pxz.T)
         return qdd_mean, tau_noise

@@ -1,9 +1,11 @@
-"""The small compiled pieces of the sampling filters (numba, cached on disk): many n × n solves at once.
+"""The small compiled pieces of the sampling filters (numba, cached on disk): the solves of the λ-only points.
 
 The sigma points of a filter that differ from the mean only in the parameters λ share its q and qd, so their
-mass matrices and bias torques are linear combinations of one basis (``EulerProcessModel.sigma_dynamics``); what
-remains per point is the solve M qdd = τ − h of a few joints, which this kernel does for all of them in one
-call instead of one LAPACK call (and its Python overhead) each.
+mass matrices and bias torques are the mean's plus ± a linear combination of one basis
+(``EulerProcessModel.sigma_dynamics``); what remains per point is the solve M qdd = τ − h of a few joints.
+:func:`lambda_points` does all of them in one call, the points side by side in the innermost loop so that the
+elimination runs in SIMD lanes across them: by Cholesky factors where the mean's M is positive definite, else (an
+estimate off the physical parameters) and for the points whose M is not, by LU with partial pivoting.
 """
 
 from __future__ import annotations
@@ -12,38 +14,244 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
-def solve_many(M, rhs, out, ok):  # pragma: no cover - compiled
-    """out (S, n) = M_s⁻¹ rhs_s for S matrices M (S, n, n) and right-hand sides rhs (S, n), by LU with partial
-    pivoting (M and rhs are overwritten); ``ok`` (S,) False where a pivot is exactly zero or the result is not
-    finite (M_s singular)."""
-    S, n = rhs.shape
+@numba.njit(cache=True, error_model="numpy")
+def solve_points(A, rhs, out, ok):  # pragma: no cover - compiled
+    """out (n, S) = A_s⁻¹ rhs_s for S matrices A (n, n, S) and right-hand sides rhs (n, S), the point s last, by
+    LU with partial pivoting (A and rhs are overwritten); ``ok`` (S,) False where a pivot is exactly zero or the
+    result is not finite (A_s singular)."""
+    n, S = rhs.shape
+    f, big = np.empty(S), np.empty(S)
+    piv = np.empty(S, dtype=np.int64)
+    ok[:] = True
+    for k in range(n):
+        for s in range(S):  # each point's pivot row
+            big[s], piv[s] = abs(A[k, k, s]), k
+        for i in range(k + 1, n):
+            for s in range(S):
+                v = abs(A[i, k, s])
+                if v > big[s]:
+                    big[s], piv[s] = v, i
+        for s in range(S):
+            p = piv[s]
+            if big[s] == 0.0:
+                ok[s] = False
+            elif p != k:
+                for c in range(k, n):
+                    A[k, c, s], A[p, c, s] = A[p, c, s], A[k, c, s]
+                rhs[k, s], rhs[p, s] = rhs[p, s], rhs[k, s]
+        for i in range(k + 1, n):
+            for s in range(S):
+                f[s] = A[i, k, s] / A[k, k, s]
+            for c in range(k + 1, n):
+                for s in range(S):
+                    A[i, c, s] -= f[s] * A[k, c, s]
+            for s in range(S):
+                rhs[i, s] -= f[s] * rhs[k, s]
+    for k in range(n - 1, -1, -1):
+        for s in range(S):
+            f[s] = rhs[k, s]
+        for c in range(k + 1, n):
+            for s in range(S):
+                f[s] -= A[k, c, s] * out[c, s]
+        for s in range(S):
+            out[k, s] = f[s] / A[k, k, s]
     for s in range(S):
-        A, x = M[s], rhs[s]
-        good = True
         for k in range(n):
-            piv = k
-            big = abs(A[k, k])
-            for i in range(k + 1, n):
-                if abs(A[i, k]) > big:
-                    big, piv = abs(A[i, k]), i
-            if big == 0.0:
-                good = False
-                break
-            if piv != k:
-                for c in range(n):
-                    A[k, c], A[piv, c] = A[piv, c], A[k, c]
-                x[k], x[piv] = x[piv], x[k]
-            for i in range(k + 1, n):
-                f = A[i, k] / A[k, k]
-                for c in range(k + 1, n):
-                    A[i, c] -= f * A[k, c]
-                x[i] -= f * x[k]
-        if good:
-            for k in range(n - 1, -1, -1):
-                v = x[k]
-                for c in range(k + 1, n):
-                    v -= A[k, c] * out[s, c]
-                out[s, k] = v / A[k, k]
-                good = good and np.isfinite(out[s, k])
-        ok[s] = good
+            ok[s] = ok[s] and np.isfinite(out[k, s])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def cholesky_points(A, rhs, out, ok):  # pragma: no cover - compiled
+    """out (n, S) = A_s⁻¹ rhs_s for S symmetric matrices A (n, n, S) and right-hand sides rhs (n, S), the point s
+    last, by Cholesky factors (A's lower triangle and diagonal are overwritten by them, its upper triangle kept;
+    rhs is overwritten); ``ok`` (S,) False where A_s is not positive definite (its ``out`` meaningless)."""
+    n, S = rhs.shape
+    f = np.empty(S)
+    ok[:] = True
+    for j in range(n):
+        for c in range(j):
+            for s in range(S):
+                A[j, j, s] -= A[j, c, s] * A[j, c, s]
+        for s in range(S):
+            if not A[j, j, s] > 0.0:
+                ok[s] = False
+            A[j, j, s] = np.sqrt(A[j, j, s])
+        for i in range(j + 1, n):
+            for c in range(j):
+                for s in range(S):
+                    A[i, j, s] -= A[i, c, s] * A[j, c, s]
+            for s in range(S):
+                A[i, j, s] /= A[j, j, s]
+    for i in range(n):  # L y = rhs
+        for c in range(i):
+            for s in range(S):
+                rhs[i, s] -= A[i, c, s] * rhs[c, s]
+        for s in range(S):
+            rhs[i, s] /= A[i, i, s]
+    for i in range(n - 1, -1, -1):  # Lᵀ x = y
+        for s in range(S):
+            f[s] = rhs[i, s]
+        for c in range(i + 1, n):
+            for s in range(S):
+                f[s] -= A[c, i, s] * out[c, s]
+        for s in range(S):
+            out[i, s] = f[s] / A[i, i, s]
+
+
+@numba.njit(cache=True)
+def solve_symmetric(A, rhs, out, ok):  # pragma: no cover - compiled
+    """out (n, S) = A_s⁻¹ rhs_s for S symmetric matrices A (n, n, S) and right-hand sides rhs (n, S) (both
+    overwritten): where the first is positive definite (a physical estimate's mean), by Cholesky factors
+    (:func:`cholesky_points`) and LU (:func:`solve_points`) for those that are not; else by LU. ``ok`` (S,) False
+    where A_s is singular or the result not finite."""
+    n, S = rhs.shape
+    if not positive_definite(A[:, :, 0]):
+        solve_points(A, rhs, out, ok)
+        return
+    diagonal, given = np.empty((n, S)), rhs.copy()
+    for i in range(n):
+        diagonal[i] = A[i, i]
+    cholesky_points(A, rhs, out, ok)
+    for s in range(S):
+        for k in range(n):
+            ok[s] = ok[s] and np.isfinite(out[k, s])
+    bad = np.flatnonzero(~ok)
+    m = bad.size  # not positive definite (or not finite): LU, from the kept upper triangle and the diagonal
+    Ab, rb, ob, okb = np.empty((n, n, m)), np.empty((n, m)), np.empty((n, m)), np.empty(m, dtype=np.bool_)
+    for t in range(m):
+        for i in range(n):
+            rb[i, t] = given[i, bad[t]]
+            Ab[i, i, t] = diagonal[i, bad[t]]
+            for j in range(i + 1, n):
+                Ab[i, j, t] = Ab[j, i, t] = A[i, j, bad[t]]
+    solve_points(Ab, rb, ob, okb)
+    for t in range(m):
+        out[:, bad[t]] = ob[:, t]
+        ok[bad[t]] = okb[t]
+
+
+@numba.njit(cache=True)
+def lambda_points(mean, change, tau, qdd, plus, minus, Minv):  # pragma: no cover - compiled
+    """The forward dynamics of the mean and of the b pairs of points that move only λ, from the basis of the
+    mean's q, qd.
+
+    ``mean`` (T + n,) is the mean's [M's lower triangle (its rows in order, T = n(n + 1)/2), h], ``change``
+    (T + n, b) the same for each column's step in λ (column k for the points k). Fills qdd (n,) = M⁻¹ (τ − h) with
+    τ (n,), M⁻¹ (n, n) and plus, minus (b, n) the points' (M ± ΔMₖ)⁻¹ (τ − h ∓ Δhₖ) by :func:`solve_symmetric`
+    (the mean's M⁻¹ as its solves of n unit right-hand sides). Returns False where one of them is singular.
+    """
+    n, b = tau.shape[0], change.shape[1]
+    T = mean.shape[0] - n
+    S = 2 * b + 1 + n  # the mean, the points plus, minus, the mean's unit right-hand sides
+    A = np.empty((n, n, S))
+    rhs = np.zeros((n, S))
+    t = 0
+    for i in range(n):
+        for j in range(i + 1):
+            m, row, col = mean[t], A[i, j], A[j, i]
+            row[0] = m
+            for k in range(b):
+                row[1 + k] = m + change[t, k]
+                row[1 + b + k] = m - change[t, k]
+            row[2 * b + 1 :] = m
+            col[:] = row
+            t += 1
+    for i in range(n):
+        r0 = tau[i] - mean[T + i]
+        rhs[i, 0] = r0
+        for k in range(b):
+            rhs[i, 1 + k] = r0 - change[T + i, k]
+            rhs[i, 1 + b + k] = r0 + change[T + i, k]
+        rhs[i, 2 * b + 1 + i] = 1.0
+    out = np.empty((n, S))
+    ok = np.empty(S, dtype=np.bool_)
+    solve_symmetric(A, rhs, out, ok)
+    qdd[:] = out[:, 0]
+    plus[:] = out[:, 1 : b + 1].T
+    minus[:] = out[:, b + 1 : 2 * b + 1].T
+    Minv[:] = out[:, 2 * b + 1 :]
+    return ok.all()
+
+
+@numba.njit(cache=True)
+def positive_definite(A):  # pragma: no cover - compiled
+    """Whether the symmetric part of A (n, n) has a Cholesky factor."""
+    n = A.shape[0]
+    L = np.empty((n, n))
+    for j in range(n):
+        s = A[j, j]
+        for c in range(j):
+            s -= L[j, c] * L[j, c]
+        if not s > 0.0:
+            return False
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            s = 0.5 * (A[i, j] + A[j, i])
+            for c in range(j):
+                s -= L[i, c] * L[j, c]
+            L[i, j] = s / L[j, j]
+    return True
+
+
+@numba.njit(cache=True)
+def sigma_states(x, L, gamma, n, states, moving, block):  # pragma: no cover - compiled
+    """The sigma points x, x + γ·Lₖ, x − γ·Lₖ of x (d,) and the columns Lₖ of L (d, d), as the dynamics need them:
+    fills ``states`` (2d + 1, 2n) all points' [q, qd], ``moving`` (4n, d) the whole points of the first 2n
+    columns (+ then −; they move q and qd) and ``block`` (b, b) L's λ block, L[2n:, 2n:]."""
+    d, n2 = x.shape[0], 2 * n
+    for i in range(n2):
+        states[0, i] = x[i]
+    for k in range(d):
+        for i in range(n2):
+            states[1 + k, i] = x[i] + gamma * L[i, k]
+            states[1 + d + k, i] = x[i] - gamma * L[i, k]
+    for k in range(n2):
+        for i in range(d):
+            moving[k, i] = x[i] + gamma * L[i, k]
+            moving[n2 + k, i] = x[i] - gamma * L[i, k]
+    for i in range(n2, d):
+        for j in range(n2, d):
+            block[i - n2, j - n2] = L[i, j]
+
+
+@numba.njit(cache=True)
+def packed_basis(Y, lam, basis, mean):  # pragma: no cover - compiled
+    """From the base regressor Y (n + 1, n, b) at zero and then unit accelerations of one q, qd: fills ``basis``
+    (T + n, b) the rows of [M's lower triangle (its rows in order, T = n(n + 1)/2), h] per base parameter and
+    ``mean`` (T + n,) = basis λ for λ (b,)."""
+    n, b = Y.shape[1], Y.shape[2]
+    t = 0
+    for i in range(n):
+        for j in range(i + 1):  # M[i, j]: the torque of joint i at a unit acceleration of joint j
+            for c in range(b):
+                basis[t, c] = Y[1 + j, i, c] - Y[0, i, c]
+            t += 1
+    for i in range(n):
+        basis[t + i] = Y[0, i]
+    for r in range(basis.shape[0]):
+        s = 0.0
+        for c in range(b):
+            s += basis[r, c] * lam[c]
+        mean[r] = s
+
+
+@numba.njit(cache=True)
+def sigma_roots(V, Wm, gamma, weight, about_mean, mean, first, second, centre):  # pragma: no cover - compiled
+    """The roots of a sigma-point transform (``SigmaRule.roots``) of the values V (2d + 1, k) at the points, with
+    the mean weights Wm (2d + 1,), spread γ and second-order weight w: fills mean (k,) = Wm V, first (d, k) =
+    (V₊ − V₋)/(2γ), second (d, k) = √w (V₊ + V₋ − 2·ref) (ref the mean where ``about_mean``, else V₀) and
+    centre (k,) = V₀ − mean."""
+    d, k = first.shape
+    mean[:] = 0.0
+    for i in range(V.shape[0]):
+        for c in range(k):
+            mean[c] += Wm[i] * V[i, c]
+    ref = mean if about_mean else V[0]
+    root = np.sqrt(weight)
+    for i in range(d):
+        for c in range(k):
+            plus, minus = V[1 + i, c], V[1 + d + i, c]
+            first[i, c] = (plus - minus) / (2.0 * gamma)
+            second[i, c] = root * (plus + minus - 2.0 * ref[c])
+    for c in range(k):
+        centre[c] = V[0, c] - mean[c]

@@ -8,7 +8,8 @@ construction where the plain form's P − K S Kᵀ can lose it to rounding (van 
 - SR-UKF, SR-CDKF: the points and transform of the plain forms (:mod:`~robotid_sim_plugins.ekf.sigma`, drawn
   from S directly, again from S⁻ for the update). Predict: S⁻ = qr([S + Δt·Fᵀ on the rows of q and qd, the
   second-order root and Q's [q, qd] block, Q's λ block]) (F the first-order root of g = [qd, qdd]; Q block-diagonal
-  between the states and λ, as the schedule's), then for the SR-UKF a rank-one update, or downdate (Wc₀ < 0), by
+  between the states and λ, as the schedule's, so that its λ block's root enters by a QR of the others' triangle's λ
+  block only), then for the SR-UKF a rank-one update, or downdate (Wc₀ < 0), by
   the centre term. Update: S_z from the measurements' roots and √R likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹,
   and S⁺ = qr([S⁻ − K Fᵀ, K R_z]) (R_z the root of the second-order part and R; the centre term by a rank-one
   step): P − K P_zz Kᵀ written as a sum of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
@@ -26,7 +27,7 @@ import math
 
 import numba
 import numpy as np
-from robotid_sim_plugins.ekf.sigma import SigmaPointFilter, SigmaRule
+from robotid_sim_plugins.ekf.sigma import SigmaPointFilter, SigmaRule, cholesky
 from robotid_sim_plugins.ekf.stream import (
     StreamFilter,
     mass_matrix,
@@ -35,7 +36,8 @@ from robotid_sim_plugins.ekf.stream import (
     torque_form,
 )
 from scipy.linalg import solve_triangular
-from scipy.linalg.lapack import dgeqrf
+from scipy.linalg.blas import dtrmm, dtrsm
+from scipy.linalg.lapack import dgeqrf, dtpqrt
 
 
 @numba.njit(cache=True)
@@ -59,16 +61,38 @@ def cholupdate(S, V, sign):  # pragma: no cover - compiled
     return True
 
 
-def qr_factor(A: np.ndarray) -> np.ndarray:
-    """The lower-triangular S (k, k) with S Sᵀ = Aᵀ A for A (N, k), N ≥ k: Rᵀ of A's QR, columns signed so that
-    S's diagonal is positive (the Cholesky factor)."""
-    k = A.shape[1]
-    factored, _, _, info = dgeqrf(np.asfortranarray(A), overwrite_a=1)  # LAPACK's QR, R in the upper triangle
+@numba.njit(cache=True)
+def signed_lower(R, S):  # pragma: no cover - compiled
+    """S (k, k) ← Rᵀ of the upper triangle of R (k, k), R's rows signed so that S's diagonal is positive (the
+    Cholesky factor of Rᵀ R; zeros above the diagonal)."""
+    k = S.shape[0]
+    for j in range(k):
+        sign = -1.0 if R[j, j] < 0 else 1.0
+        for i in range(k):
+            S[i, j] = sign * R[j, i] if i >= j else 0.0
+
+
+def qr_triangle(A: np.ndarray) -> np.ndarray:
+    """The (k, k) view of R in the upper triangle of A (N, k), N ≥ k, after LAPACK's QR of A (Fortran-ordered:
+    overwritten; else a copy is factored); below the diagonal the reflectors."""
+    factored, _, _, info = dgeqrf(A, overwrite_a=1)
     if info:
         raise np.linalg.LinAlgError("QR")
-    R = np.triu(factored[:k])
-    signs = np.where(np.diag(R) < 0, -1.0, 1.0)
-    return (R * signs[:, None]).T
+    return factored[: A.shape[1]]
+
+
+def lower_factor(R: np.ndarray) -> np.ndarray:
+    """The lower-triangular S (k, k) of R's upper triangle (k, k): Rᵀ with R's rows signed so that S's diagonal is
+    positive (:func:`signed_lower`)."""
+    S = np.empty(R.shape)
+    signed_lower(R, S)
+    return S
+
+
+def qr_factor(A: np.ndarray) -> np.ndarray:
+    """The lower-triangular S (k, k) with S Sᵀ = Aᵀ A for A (N, k), N ≥ k: Rᵀ of A's QR, columns signed so that
+    S's diagonal is positive (the Cholesky factor). A Fortran-ordered A is overwritten."""
+    return lower_factor(qr_triangle(A))
 
 
 def psd_sqrt(Q: np.ndarray) -> np.ndarray:
@@ -137,13 +161,20 @@ class SquareRootSigmaFilter(_CholeskyState):
         n2, d, dt = 2 * self.process.n, self.process.dim_x, self.process.dt
         g, first, second, centre = self.propagate(self.S, tau)
         # the rows of the compound: the first-order root of the Euler step's points (the factor's columns moved
-        # in q and qd), the second-order root and Q's [q, qd] block (one (2n, 2n) root), Q's λ block
-        compound = np.zeros((2 * d, d), order="F")
+        # in q and qd), the second-order root and Q's [q, qd] block (one (2n, 2n) root), then Q's λ block
+        compound = np.zeros((d + n2, d), order="F")
         compound[:d] = self.S.T
         compound[:d, :n2] += dt * first
-        compound[d : d + n2, :n2] = qr_factor(np.vstack([dt * second, psd_sqrt(Q[:n2, :n2]).T])).T
-        compound[d + n2 :, n2:] = psd_sqrt(Q[n2:, n2:]).T  # Q is block-diagonal (the schedule's)
-        S = qr_factor(compound)
+        compound[d:, :n2] = qr_factor(np.vstack([dt * second, psd_sqrt(Q[:n2, :n2]).T])).T
+        R = qr_triangle(compound)
+        # Q's λ block (Q is block-diagonal, the schedule's), its upper-triangular root under the others' triangle R,
+        # only meets R's λ block: the QR of that block over the root (LAPACK's triangular-pentagonal QR)
+        noise = np.asfortranarray(psd_sqrt(Q[n2:, n2:]).T)
+        block, _, _, info = dtpqrt(d - n2, min(d - n2, 16), R[n2:, n2:], noise, overwrite_a=1, overwrite_b=1)
+        if info:
+            raise np.linalg.LinAlgError("QR")
+        R[n2:, n2:] = block
+        S = lower_factor(R)
         self._centre(S, np.concatenate([dt * centre, np.zeros(d - n2)]))
         self.S = S
         self._x = self._x.copy()
@@ -152,15 +183,16 @@ class SquareRootSigmaFilter(_CholeskyState):
     def correct(self, z, tau, t):
         d = self.process.dim_x
         zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(self.S, tau, t)
-        Rz = qr_factor(np.vstack([second, np.linalg.cholesky(R).T]))  # second-order part and noise, (m, m)
+        Rz = qr_factor(np.vstack([second, cholesky(R).T]))  # second-order part and noise, (m, m)
         Sz = qr_factor(np.vstack([first, Rz.T]))
         self._centre(Sz, centre)
-        Pxz = self.S @ first
-        K = solve_triangular(Sz, solve_triangular(Sz, Pxz.T, lower=True), lower=True, trans="T").T  # Pxz Pzz⁻¹
+        Pxz = dtrmm(1.0, self.S, first, lower=1)
+        # K = Pxz Pzz⁻¹ = Pxz Sz⁻ᵀ Sz⁻¹: two triangular solves from the right
+        K = dtrsm(1.0, Sz, dtrsm(1.0, Sz, Pxz, side=1, lower=1, trans_a=1), side=1, lower=1)
         self._x = self._x + K @ (z - zp)
         # P − K Pzz Kᵀ as (S − K Fᵀ)(…)ᵀ + K (SᵀS + R) Kᵀ (+ the centre term): a sum of squares (Joseph's form)
         compound = np.empty((d + Rz.shape[0], d), order="F")
-        compound[:d] = (self.S - K @ first.T).T
+        np.subtract(self.S.T, first @ K.T, out=compound[:d])
         compound[d:] = (K @ Rz).T
         S = qr_factor(compound)
         self._centre(S, K @ centre)

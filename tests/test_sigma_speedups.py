@@ -1,0 +1,85 @@
+"""Issue 31 (deliver 3): the compiled pieces of the sigma-point filters' step give the numbers of the plain numpy
+and LAPACK computations they replace, to rounding (the filters end to end: tests/test_filters.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from robotid_sim_plugins.ekf.sigma import SigmaRule, cholesky
+from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, positive_definite, sigma_roots
+from robotid_sim_plugins.ekf.square_root import qr_factor
+
+
+def _symmetric(packed: np.ndarray, n: int) -> np.ndarray:
+    rows, cols = np.tril_indices(n)
+    M = np.empty((n, n))
+    M[rows, cols] = M[cols, rows] = packed
+    return M
+
+
+@pytest.mark.parametrize(
+    ("shift", "scale"), [(0.0, 0.1), (0.0, 3.0), (-2.0, 0.1)], ids=["definite", "some points not", "mean not"]
+)
+def test_lambda_points_solve_every_point(shift, scale):
+    """The mean's and each point's (M ± ΔMₖ)⁻¹ (τ − h ∓ Δhₖ), and M⁻¹, as numpy's solve of each system: by
+    Cholesky factors, by LU where a point's M is not positive definite, by LU for all where the mean's is not (an
+    estimate off the physical parameters)."""
+    rng = np.random.default_rng(3)
+    n, b = 4, 7
+    T = n * (n + 1) // 2
+    A = rng.standard_normal((n, n))
+    M0 = A @ A.T + (n + shift * n) * np.eye(n)
+    mean = np.concatenate([M0[np.tril_indices(n)], rng.standard_normal(n)])
+    change = scale * rng.standard_normal((T + n, b))
+    tau = rng.standard_normal(n)
+    qdd, plus, minus, Minv = np.empty(n), np.empty((b, n)), np.empty((b, n)), np.empty((n, n))
+    assert lambda_points(mean, change, tau, qdd, plus, minus, Minv)
+    # the case's premise: which matrices are positive definite
+    definite = [
+        np.linalg.eigvalsh(_symmetric(mean[:T] + sign * change[:T, k], n))[0] > 0 for k in range(b) for sign in (1, -1)
+    ]
+    assert (np.linalg.eigvalsh(M0)[0] > 0) == (shift == 0) and (0 < np.mean(definite) < 1) == (scale > 1)
+    np.testing.assert_allclose(qdd, np.linalg.solve(M0, tau - mean[T:]), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Minv, np.linalg.inv(M0), rtol=1e-12, atol=1e-12)
+    for k in range(b):
+        for sign, got in ((1.0, plus), (-1.0, minus)):
+            M = _symmetric(mean[:T] + sign * change[:T, k], n)
+            expected = np.linalg.solve(M, tau - mean[T:] - sign * change[T:, k])
+            np.testing.assert_allclose(got[k], expected, rtol=1e-12, atol=1e-12)
+
+
+def test_lambda_points_report_a_singular_point():
+    n, b = 3, 2
+    T = n * (n + 1) // 2
+    mean = np.concatenate([np.eye(n)[np.tril_indices(n)], np.zeros(n)])
+    change = np.zeros((T + n, b))
+    change[0, 1] = 1.0  # M − ΔM of the second column has a zero row and column
+    out = np.empty(n), np.empty((b, n)), np.empty((b, n)), np.empty((n, n))
+    assert not lambda_points(mean, change, np.ones(n), *out)
+
+
+@pytest.mark.parametrize("rule", [SigmaRule.unscented(6, 0.1, 2.0, 0.0), SigmaRule.central_difference(6)])
+def test_sigma_roots_equal_the_transform_formulas(rule):
+    V = np.random.default_rng(4).standard_normal((13, 5))
+    mean, first, second, centre = np.empty(5), np.empty((6, 5)), np.empty((6, 5)), np.empty(5)
+    sigma_roots(V, rule.Wm, rule.gamma, rule.second, rule.about_mean, mean, first, second, centre)
+    expected_mean = rule.Wm @ V
+    ref = expected_mean if rule.about_mean else V[0]
+    np.testing.assert_allclose(mean, expected_mean, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(first, (V[1:7] - V[7:]) / (2 * rule.gamma), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(second, np.sqrt(rule.second) * (V[1:7] + V[7:] - 2 * ref), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(centre, V[0] - expected_mean, rtol=1e-13, atol=1e-13)
+
+
+def test_factors_equal_numpy_cholesky():
+    """The QR's lower factor of A (N, k) and LAPACK's Cholesky are numpy's Cholesky factor of AᵀA; a matrix
+    that is not positive definite raises (Cholesky) or says so (the mass matrix check, on its symmetric part)."""
+    A = np.random.default_rng(5).standard_normal((9, 5))
+    P = A.T @ A
+    np.testing.assert_allclose(qr_factor(A.copy()), np.linalg.cholesky(P), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(cholesky(P), np.linalg.cholesky(P))
+    assert positive_definite(P + np.triu(np.ones((5, 5)), 1) * 1e-3)
+    indefinite = P - 2 * np.linalg.eigvalsh(P)[0] * np.eye(5)
+    with pytest.raises(np.linalg.LinAlgError):
+        cholesky(indefinite)
+    assert not positive_definite(indefinite)
