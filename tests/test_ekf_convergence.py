@@ -90,14 +90,15 @@ def test_compiled_positive_definite_check_agrees_with_cholesky():
         assert compiled(M) == positive_definite(M) == (np.linalg.eigvalsh(M)[0] > 0)
 
 
-def test_while_the_estimate_is_not_physical_the_ekf_is_the_bayesian_least_squares_of_the_torque(hyper9):
+@pytest.mark.parametrize("name", ["ekf", "sr_ekf"])
+def test_while_the_estimate_is_not_physical_the_ekf_is_the_bayesian_least_squares_of_the_torque(hyper9, name):
     """Issue 31 point 2 (hyper9_seed001: 0.30 against OLS's 0.14): the torque form is linear in λ and, while M is
     not positive definite, λ is out of the predict, so the filter is a recursive least squares in λ — exact, with
     nothing for a tempered R or a parameter process noise to absorb but the data they made it forget. Without
     either there, λ is the batch Bayesian least squares of the torque rows (prior N(λ0, P0), noise diag(σ_τ²))."""
     problem, _ = hyper9
     short = IdentificationProblem(problem.structure, problem.dataset.slice(0, 200))
-    estimator = plugins.get_estimator("ekf")(engine="compiled", check_excitation=False)
+    estimator = plugins.get_estimator(name)(engine="compiled", check_excitation=False)
     model = estimator.fit(short)
     assert model.diagnostics["non_physical_samples"] == short.n_samples  # never a physical model: RLS throughout
     process, schedule, lam0, signals, _, _ = estimator.setup(short)

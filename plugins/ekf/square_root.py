@@ -31,6 +31,7 @@ from robotid_sim_plugins.ekf.sigma import SigmaPointFilter, SigmaRule, cholesky
 from robotid_sim_plugins.ekf.stream import (
     StreamFilter,
     mass_matrix,
+    parameter_noise_where_physical,
     positive_definite,
     posterior_linearization,
     torque_form,
@@ -222,6 +223,7 @@ class SquareRootEKF(_CholeskyState):
         lin = self._lin
         F = self.process.F_jacobian(lin)
         self._x = self.process.fx(self._x[:, None], lin.qdd)[:, 0]
+        Q = parameter_noise_where_physical(Q, self._mass, self.process.n)
         self.S = qr_factor(np.vstack([(F @ self.S).T, psd_sqrt(Q).T]))
 
     def correct(self, z, tau, t):
