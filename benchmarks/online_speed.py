@@ -12,7 +12,10 @@ sample, which decides whether it keeps up with the robot: at 1 kHz it must stay 
 - ``ukf``, ``cdkf``, ``sr_ukf``, ``sr_cdkf``, ``sr_ekf`` run over the first ``--filter-seconds`` of it (their
   steps cost milliseconds on 118 states; the per-sample figure does not depend on the length);
 - ``adaline`` and ``hopfield`` replay the stream (up to 100 epochs): their per-sample figure is the fit time
-  over samples × epochs run, the cost of one update of the delta rule, beside the fit time over samples.
+  over samples × epochs run, the cost of one update of the delta rule, beside the fit time over samples;
+- ``update µs`` (the Kalman filters): the mean thread CPU time of one ``update(sample)`` of the estimator's
+  streaming API (``stream(problem)``) over the filters' record, what a controller's thread pays per sample
+  without ``fit``'s bookkeeping (its recorded history and covariance eigenvalue checks).
 
 A filter that diverges from the default start (λ0 = 0.1) says where, and its cost is measured again from
 λ0 = 1.1 × the truth (CAD-like values). Times are wall-clock of one fit after a warm-up fit on the filters'
@@ -55,6 +58,21 @@ def multisine(robot, seconds: float, rate: float, seed: int = 0):
     return t, mid + (amp * np.sin(arg)).sum(2), (amp * w * np.cos(arg)).sum(2), -(amp * w**2 * np.sin(arg)).sum(2)
 
 
+def streamed(name: str, options: dict, problem) -> str:
+    """The cost of one ``update(sample)`` of the estimator's streaming API over ``problem``'s samples (thread
+    CPU µs, the mean over them): what a controller's thread pays per sample, without ``fit``'s bookkeeping
+    (the recorded history, the covariance's eigenvalue checks). "" for the estimators without one."""
+    if name not in ("ekf", *FILTERS):
+        return ""
+    with threadpool_limits(1):
+        stream = get_estimator(name)(**options).stream(problem)
+        ds = problem.dataset
+        t0 = time.thread_time()
+        for k in range(ds.n_samples):
+            stream.update(ds.t[k], ds.q[k], ds.qd[k], ds.qdd[k], ds.tau[k])
+    return f"{1e6 * (time.thread_time() - t0) / ds.n_samples:.0f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robot", default="hyper9")
@@ -73,7 +91,7 @@ def main() -> None:
     size = f"{ds.n_samples} samples ({args.seconds:g} s at {args.rate:g} Hz), {problem.base.count} base parameters"
     print(f"{args.robot}: {size}; the filters {short.dataset.n_samples} samples")
     header = f"{'estimator':10s} {'fit [s]':>9s} {'samples':>8s} {'µs/sample':>10s} {'µs/step':>9s}"
-    print(f"{header} {'cpu µs/step':>12s} {'param error':>12s}")
+    print(f"{header} {'cpu µs/step':>12s} {'param error':>12s} {'update µs':>10s}")
     for name in args.estimators.split(","):
         on = short if name in FILTERS else problem
         compiled = {"engine": "compiled"} if name in ("ekf", *FILTERS) else {}  # the step compiled however short
@@ -96,7 +114,7 @@ def main() -> None:
             per_sample = 1e6 * elapsed / samples
             cpu_step = model.diagnostics.get("cpu_seconds_per_step", cpu / samples)
             row = f"{label:10s} {elapsed:9.2f} {samples:8d} {per_sample:10.1f} {per_step:9.1f}"
-            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e}")
+            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, short):>10s}")
             break
     print("load average (1, 5, 15 min):", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 

@@ -77,15 +77,16 @@ class Trace:
         """Whether sample k is recorded (then :meth:`record` wants the covariance)."""
         return k % self.stride == 0 or k % self.check_every == 0 or k == self.last
 
-    def record(self, k: int, x: np.ndarray, P: np.ndarray) -> None:
-        """Record sample k's state x (d,) and covariance P (d, d) where due."""
+    def record(self, k: int, flt) -> None:
+        """Record the filter ``flt``'s state at sample k where due (its ``x``, ``parameter_variance()`` and, at the
+        eigenvalue checks only, its covariance ``P``: a square-root filter forms P from its factor)."""
         b = self.b
         if k % self.stride == 0 or k == self.last:
-            self.values.append(x[-b:].copy())
-            self.std.append(np.sqrt(np.clip(np.diag(P)[-b:], 0, None)))
+            self.values.append(flt.x[-b:].copy())
+            self.std.append(np.sqrt(np.clip(flt.parameter_variance(), 0, None)))
             self.at.append(k)
         if k % self.check_every == 0 or k == self.last:
-            self.eigen.append(float(np.linalg.eigvalsh(P)[0]))
+            self.eigen.append(float(np.linalg.eigvalsh(flt.P)[0]))
 
 
 def diverged(name: str, t: float, k: int) -> IdentificationError:

@@ -136,16 +136,20 @@ class NoiseSchedule:
         n = self.n
         dim = self.initial_covariance.shape[0]
         sigma = self.measurement_std
+        diagonal = np.empty(dim)  # Q's diagonal, set at once (a (d, d) matrix built block by block costs more)
         if self.unit_state_noise:  # Eq. 44: Q = I on the states
-            Q = np.eye(dim)
+            Q = np.zeros((dim, dim))
+            diagonal[: 2 * n] = 1.0
         else:
             Q = np.zeros((dim, dim))
-            Q[:n, :n] = np.diag((0.5 * dt**2 * qdd) ** 2 + 1e-6 * sigma["q"] ** 2)
-            Q[n : 2 * n, n : 2 * n] = dt**2 * torque_noise + np.diag(1e-6 * sigma["qd"] ** 2)
+            Q[n : 2 * n, n : 2 * n] = dt**2 * torque_noise
+            diagonal[:n] = (0.5 * dt**2 * qdd) ** 2 + 1e-6 * sigma["q"] ** 2
+            diagonal[n : 2 * n] = Q.diagonal()[n : 2 * n] + 1e-6 * sigma["qd"] ** 2
             if previous_qdd is not None:  # the Euler step's own error, ½Δt²·jerk
-                Q[n : 2 * n, n : 2 * n] += np.diag((0.5 * dt * (qdd - previous_qdd)) ** 2)
+                diagonal[n : 2 * n] += (0.5 * dt * (qdd - previous_qdd)) ** 2
         decay = 1.0 if self.annealing_s is None else math.exp(-t / self.annealing_s)
-        Q[2 * n :, 2 * n :] = np.eye(dim - 2 * n) * (self.parameter_noise * decay)
+        diagonal[2 * n :] = self.parameter_noise * decay
+        np.fill_diagonal(Q, diagonal)
         return Q
 
     def kernel_noise(self, rows: np.ndarray, dt: float, lam0: np.ndarray) -> tuple:

@@ -126,6 +126,11 @@ class _CholeskyState(StreamFilter):
     def P(self):
         return self.S @ self.S.T
 
+    def parameter_variance(self):
+        """(b,) P's last diagonal entries: the squared norms of S's last rows (P = S Sᵀ never formed)."""
+        rows = self.S[-self.lam0.shape[0] :]
+        return np.einsum("ij,ij->i", rows, rows)
+
     def restart(self, x, P):
         self._x = x.copy()
         self.S = np.linalg.cholesky(P)

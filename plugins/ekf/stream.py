@@ -49,6 +49,10 @@ class StreamFilter(ABC):
     def P(self) -> np.ndarray:
         """(d, d) its covariance."""
 
+    def parameter_variance(self) -> np.ndarray:
+        """(b,) the variance of each parameter, P's last diagonal entries."""
+        return np.diag(self.P)[-self.lam0.shape[0] :]
+
     @abstractmethod
     def restart(self, x: np.ndarray, P: np.ndarray) -> None:
         """Set the state x (d,) and its covariance P (d, d)."""
@@ -121,7 +125,7 @@ def run_stream(flt: StreamFilter, signals: dict, t: np.ndarray, starts: set) -> 
     for k in range(N):
         flt.update(t[k], q[k], qd[k], qdd[k], tau[k], restart=k in starts)
         if trace.due(k):
-            trace.record(k, flt.x, flt.P)
+            trace.record(k, flt)
     seconds, cpu = (time.perf_counter() - t0) / N, (time.thread_time() - cpu0) / N
     return FilterRun(
         flt.x[-b:].copy(),
