@@ -14,14 +14,15 @@ sample, which decides whether it keeps up with the robot: at 1 kHz it must stay 
 - ``adaline`` and ``hopfield`` replay the stream (up to 100 epochs): their per-sample figure is the fit time
   over samples × epochs run, the cost of one update of the delta rule, beside the fit time over samples;
 - ``update µs`` (the Kalman filters): the mean thread CPU time of one ``update(sample)`` of the estimator's
-  streaming API (``stream(problem)``) over the filters' record, what a controller's thread pays per sample
+  streaming API (``stream(problem)``) over the record it was fitted on, what a controller's thread pays per sample
   without ``fit``'s bookkeeping (its recorded history and covariance eigenvalue checks).
 
 A filter that diverges from the default start (λ0 = 0.1) says where, and its cost is measured again from
 λ0 = 1.1 × the truth (CAD-like values). Times are wall-clock of one fit after a warm-up fit on the filters'
 record (numba compiles or loads its cache); ``cpu µs/step`` is the thread CPU time per sample of the filter's
 own loop (``cpu_seconds_per_step``; of the whole fit for the others): the same work, less inflated by other
-processes on a loaded machine. The load average is printed last.
+processes on a loaded machine. The load average and a reference BLAS product's time (the machine's speed at the
+time, which drifts on this shared machine) are printed last.
 """
 
 from __future__ import annotations
@@ -56,6 +57,22 @@ def multisine(robot, seconds: float, rate: float, seed: int = 0):
     phase = rng.uniform(0, 2 * np.pi, amp.shape)
     arg = w * t[:, None, None] + phase
     return t, mid + (amp * np.sin(arg)).sum(2), (amp * w * np.cos(arg)).sum(2), -(amp * w**2 * np.sin(arg)).sum(2)
+
+
+def reference_product_us(d: int = 118, m: int = 27, reps: int = 2000) -> float:
+    """The machine's speed at the time of the run: thread CPU µs of one (d, m) × (m, d) product (the shape of the
+    EKF's update on hyper9) on one BLAS thread, the best of five batches. The filters' figures of two runs compare
+    in units of it (the shared machine's speed drifts by ±20 % over an hour)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((d, m)), rng.random((m, d))
+    best = np.inf
+    with threadpool_limits(1):
+        for _ in range(5):
+            t0 = time.thread_time()
+            for _ in range(reps):
+                a @ b
+            best = min(best, (time.thread_time() - t0) / reps)
+    return 1e6 * best
 
 
 def streamed(name: str, options: dict, problem) -> str:
@@ -114,9 +131,10 @@ def main() -> None:
             per_sample = 1e6 * elapsed / samples
             cpu_step = model.diagnostics.get("cpu_seconds_per_step", cpu / samples)
             row = f"{label:10s} {elapsed:9.2f} {samples:8d} {per_sample:10.1f} {per_step:9.1f}"
-            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, short):>10s}")
+            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, on):>10s}")
             break
     print("load average (1, 5, 15 min):", " ".join(f"{v:.2f}" for v in os.getloadavg()))
+    print(f"reference (118, 27) x (27, 118) product: {reference_product_us():.1f} µs (the machine's speed now)")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,7 @@ class CompiledEKF:
         self.noise = schedule.kernel_noise(process.rows, process.dt, lam0)
         self.state = EKFState(process.n, process.dim_x)
         self.samples = 0
+        self._arrays = (chain.arrays, *self.state.arrays)  # the kernel's leading arguments, built once per stream
 
     def update(self, t: float, q, qd, qdd, tau, restart: bool = False) -> np.ndarray:
         """Consume one sample (t (s), q, qd, qdd, τ (n,) each; ``restart``: it starts a new recording, the first
@@ -136,9 +137,9 @@ class CompiledEKF:
         from robotid_sim_plugins.ekf.ekf_kernel import OK, SINGULAR, ekf_sample
 
         q, qd, qdd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, qdd, tau))
-        z = np.ascontiguousarray(self.process.measurement(q[None], qd[None], qdd[None])[0])
+        z = np.concatenate((q, qd, qdd))[self.process.rows]  # the measured rows (process.measurement of one sample)
         restart = restart or self.samples == 0
-        code = ekf_sample(self.chain.arrays, *self.state.arrays, q, qd, qdd, z, tau, float(t), restart, self.noise)
+        code = ekf_sample(*self._arrays, q, qd, qdd, z, tau, float(t), restart, self.noise)
         if code != OK:
             raise (singular if code == SINGULAR else diverged)("ekf", t - self.state.t[1], self.samples)
         self.samples += 1
