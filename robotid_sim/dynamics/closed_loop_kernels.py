@@ -37,6 +37,20 @@ from robotid_sim.dynamics import crba_kernels as per_sample  # its per-sample bl
 
 
 @njit(cache=True)
+def pid_torque(k, q_ref, qd_ref, gains, dt, q, previous, integral, u):
+    """The PID's torque ``u`` (n,) at control step k from the position q (module docstring): w from ``previous``
+    (the last control step's q; qd_ref[0] at k = 0), the clipped ``integral``; ``previous`` and ``integral`` move
+    on. ``gains`` = (kp, kd, ki (n,), anti_windup)."""
+    kp, kd, ki, anti_windup = gains
+    for j in range(q.shape[0]):
+        e = q_ref[k, j] - q[j]
+        w = qd_ref[0, j] if k == 0 else (q[j] - previous[j]) / dt
+        integral[j] = min(max(integral[j] + e * dt, -anti_windup), anti_windup)
+        u[j] = kp[j] * e + kd[j] * (qd_ref[k, j] - w) + ki[j] * integral[j]
+        previous[j] = q[j]
+
+
+@njit(cache=True)
 def _loop_one(chain, g, inert, rotor, law, q_ref, qd_ref, gains, timing, steps, q_out, qd_out, qdd_out, u_out):
     """The closed loop of one copy up to the last recorded step; records ``steps`` (N,) ascending.
 
@@ -44,7 +58,6 @@ def _loop_one(chain, g, inert, rotor, law, q_ref, qd_ref, gains, timing, steps, 
     """
     kind, parent, axis, R0, p0 = chain
     fkind, fvals, alpha, vs, smoothing = law
-    kp, kd, ki, anti_windup = gains
     dt, substeps, h_step = timing
     n = kind.shape[0]
     N = steps.shape[0]
@@ -65,12 +78,7 @@ def _loop_one(chain, g, inert, rotor, law, q_ref, qd_ref, gains, timing, steps, 
     u = np.empty(n)
     r = 0
     for k in range(steps[N - 1] + 1):
-        for j in range(n):
-            e = q_ref[k, j] - q[j]
-            w = qd_ref[0, j] if k == 0 else (q[j] - previous[j]) / dt
-            integral[j] = min(max(integral[j] + e * dt, -anti_windup), anti_windup)
-            u[j] = kp[j] * e + kd[j] * (qd_ref[k, j] - w) + ki[j] * integral[j]
-            previous[j] = q[j]
+        pid_torque(k, q_ref, qd_ref, gains, dt, q, previous, integral, u)
         for sub in range(substeps):
             per_sample._kinematics(kind, axis, R0, p0, q, E, P)
             per_sample._crba(kind, parent, axis, inert, rotor, E, P, M, C)

@@ -23,7 +23,8 @@ laws are linear in them) are evaluated at every physics step: on the TX40 the ta
 them within a control step (holding Y_b too was measured 5e-4 off, holding the slope as well 1e-2).
 
 numba's disk cache keys a compiled function on its own source file only: after an edit of
-``crba_kernels.py`` clear ``__pycache__`` (or ``NUMBA_CACHE_DIR``) so this file's kernel picks it up.
+``crba_kernels.py`` or ``closed_loop_kernels.py`` (the PID, ``pid_torque``) clear ``__pycache__`` (or
+``NUMBA_CACHE_DIR``) so this file's kernel picks it up.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robotid_sim.dynamics import closed_loop_kernels  # the PID of _loop_one
 from robotid_sim.dynamics import crba_kernels as per_sample  # its per-sample blocks, as _loop_one uses them
 
 #: relative step of the finite differences of A_q, A_qd (of max(|x|, 1))
@@ -136,18 +138,14 @@ def _control(k, q_ref, qd_ref, gains, dt, q, previous, integral, u, S):
     ``integral`` and their sensitivities S[2], S[3] move on. S = (S_q, S_qd, S_prev, S_I, ∂u, ·) (6, n, b)."""
     kp, kd, ki, anti_windup = gains
     Sq, Sprev, SI, Su = S[0], S[2], S[3], S[4]
-    for j in range(q.shape[0]):
-        e = q_ref[k, j] - q[j]
-        w = qd_ref[0, j] if k == 0 else (q[j] - previous[j]) / dt
-        free = abs(integral[j] + e * dt) < anti_windup  # the clipped integral does not move with β
-        integral[j] = min(max(integral[j] + e * dt, -anti_windup), anti_windup)
-        u[j] = kp[j] * e + kd[j] * (qd_ref[k, j] - w) + ki[j] * integral[j]
-        previous[j] = q[j]
+    for j in range(q.shape[0]):  # the sensitivities first: they need the integral before this step's
+        free = abs(integral[j] + (q_ref[k, j] - q[j]) * dt) < anti_windup  # the clipped integral does not move
         for c in range(Sq.shape[1]):
             SI[j, c] = SI[j, c] - Sq[j, c] * dt if free else 0.0
             dw = 0.0 if k == 0 else (Sq[j, c] - Sprev[j, c]) / dt
             Su[j, c] = -kp[j] * Sq[j, c] - kd[j] * dw + ki[j] * SI[j, c]
             Sprev[j, c] = Sq[j, c]
+    closed_loop_kernels.pid_torque(k, q_ref, qd_ref, gains, dt, q, previous, integral, u)
 
 
 @njit(cache=True)
