@@ -27,6 +27,7 @@ import math
 import numba
 import numpy as np
 from robotid_sim_plugins.ekf.compiled import acceleration_jacobian, base_regressor, forward_one
+from robotid_sim_plugins.ekf.sigma_kernel import positive_definite  # of M, symmetric as the CRBA writes it
 
 #: what :func:`ekf_sample` returns
 OK, SINGULAR, NOT_POSITIVE_DEFINITE = 0, 1, 2
@@ -56,26 +57,6 @@ class EKFState:
     def arrays(self) -> tuple:
         """The arguments :func:`ekf_sample` takes after the chain."""
         return (self.x, self.P, *self.lin, self.previous_qdd, self.flags, self.t)
-
-
-@numba.njit(cache=True)
-def positive_definite(M):  # pragma: no cover - compiled
-    """Whether the symmetric M (n, n) (its lower triangle) has a Cholesky factor."""
-    n = M.shape[0]
-    L = np.zeros((n, n))
-    for j in range(n):
-        s = M[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return False
-        L[j, j] = math.sqrt(s)
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    return True
 
 
 @numba.njit(cache=True)

@@ -119,9 +119,10 @@ class NoiseSchedule:
         if M is not None:
             R[2 * n :, 2 * n :] += (M * s["qdd"] ** 2) @ M.T
         if self.tempering:
-            R[: 2 * n, : 2 * n] *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
+            factor = 1.0 + self.tempering * math.exp(-t / self.warmup_s)
+            R[: 2 * n, : 2 * n] *= factor
             if temper_torque:
-                R[2 * n :, 2 * n :] *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
+                R[2 * n :, 2 * n :] *= factor
         return R[np.ix_(rows, rows)]
 
     def process_noise(
