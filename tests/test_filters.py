@@ -59,10 +59,12 @@ def test_square_root_forms_equal_their_plain_forms_on_well_conditioned_data(stud
     np.testing.assert_allclose(Pb, Pa, rtol=1e-8, atol=1e-8 * np.abs(Pa).max())
 
 
-def test_square_root_cdkf_keeps_a_valid_covariance_where_the_plain_form_fails(study):
+@pytest.mark.parametrize(("plain", "square_root"), [("cdkf", "sr_cdkf"), ("ukf", "sr_ukf")])
+def test_square_root_forms_keep_a_valid_covariance_where_the_plain_form_fails(study, plain, square_root):
     """Near-singular: from the true parameters, exact data measured with a noise 1e-10 of the schedule's std, so
-    that the update leaves variances 1e-20 of the prior's: the plain CDKF's P − K Pzz Kᵀ loses positive
-    definiteness to rounding within 3 samples; the square-root form's factor keeps a positive diagonal."""
+    that the update leaves variances 1e-20 of the prior's: the plain form's P − K Pzz Kᵀ loses positive
+    definiteness to rounding within 3 samples; the square-root form's factor keeps a positive diagonal (the
+    SR-UKF too: its centre term is an update, never a downdate)."""
     problem = _problem(study, "clean", 20)
     truth = study[0].base_parameters().true_values()
     ds = problem.dataset
@@ -75,9 +77,9 @@ def test_square_root_cdkf_keeps_a_valid_covariance_where_the_plain_form_fails(st
             flt.update(ds.t[k], ds.q[k], ds.qd[k], ds.qdd[k], ds.tau[k])
         return flt
 
-    with pytest.raises(IdentificationError, match="'cdkf': the state covariance lost positive definiteness"):
-        run("cdkf")
-    flt = run("sr_cdkf")
+    with pytest.raises(IdentificationError, match=f"'{plain}': the state covariance lost positive definiteness"):
+        run(plain)
+    flt = run(square_root)
     assert np.all(np.diag(flt.S) > 0) and np.all(np.isfinite(flt.S))
     assert np.max(np.abs(flt.x[10:] - truth)) < 0.01
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from filterpy.kalman import MerweScaledSigmaPoints, unscented_transform
 from robotid_sim_plugins.ekf.sigma import SigmaRule, cholesky
 from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, positive_definite, sigma_roots
 from robotid_sim_plugins.ekf.square_root import qr_factor
@@ -62,13 +63,26 @@ def test_lambda_points_report_a_singular_point():
 def test_sigma_roots_equal_the_transform_formulas(rule):
     V = np.random.default_rng(4).standard_normal((13, 5))
     mean, first, second, centre = np.empty(5), np.empty((6, 5)), np.empty((6, 5)), np.empty(5)
-    sigma_roots(V, rule.Wm, rule.gamma, rule.second, rule.about_mean, mean, first, second, centre)
+    sigma_roots(V, rule.Wm, rule.gamma, rule.second, mean, first, second, centre)
     expected_mean = rule.Wm @ V
-    ref = expected_mean if rule.about_mean else V[0]
     np.testing.assert_allclose(mean, expected_mean, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(first, (V[1:7] - V[7:]) / (2 * rule.gamma), rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(second, np.sqrt(rule.second) * (V[1:7] + V[7:] - 2 * ref), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(second, np.sqrt(rule.second) * (V[1:7] + V[7:] - 2 * V[0]), rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(centre, V[0] - expected_mean, rtol=1e-13, atol=1e-13)
+
+
+def test_the_unscented_covariance_about_the_centre_point_is_filterpys_with_no_negative_weight():
+    """The UKF's transform taken about V₀ (weights ≥ 0, so the SR-UKF never downdates) is filterpy's
+    Σ Wcᵢ (Vᵢ − mean)(…)ᵀ, whose Wc₀ is negative."""
+    d = 29
+    rule = SigmaRule.unscented(d, 0.1, 2.0, 0.0)
+    points = MerweScaledSigmaPoints(d, 0.1, 2.0, 0.0)
+    V = np.random.default_rng(6).standard_normal((2 * d + 1, 4))
+    mean, expected = unscented_transform(V, points.Wm, points.Wc)
+    assert points.Wc[0] < -90 and rule.centre == pytest.approx(2.0 - 0.1**2) and rule.second > 0
+    got_mean, first, second, centre = rule.roots(V)
+    np.testing.assert_allclose(got_mean, mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rule.covariance(first, second, centre), expected, rtol=1e-9, atol=1e-9)
 
 
 def test_factors_equal_numpy_cholesky():

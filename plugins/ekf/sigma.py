@@ -14,12 +14,17 @@ the propagated points.
 
 Both transforms are one :class:`SigmaRule`: for propagated values V of the points, the covariance is
 FᵀF + SᵀS + c·vvᵀ with the first-order root F = (V₊ − V₋)/(2γ) (both rules: 2Wᵢγ² = 4w₁h² = 1), the
-second-order root S = √w (V₊ + V₋ − 2·ref) (UKF: w = Wᵢ/2, ref the mean; CDKF: w = w₂, ref V₀) and the centre
-term (UKF: c = Wc₀, v = V₀ − mean; CDKF: none). The Euler step f(χ) = χ + Δt·[qd, qdd, 0] only changes q and qd,
-so the predicted covariance is P + the first-order cross terms on the rows and columns of q and qd plus Δt² times
-the transform of g = [qd, qdd] (the 2n × 2n block) and Q: O(d²·n) instead of O(d³). The points' dynamics come
-from :meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.sigma_dynamics` (the points that move only λ
-share one basis of the model).
+second-order root S = √w (V₊ + V₋ − 2V₀) (UKF: w = Wᵢ/2; CDKF: w = w₂) and the centre
+term (UKF: c = β − α², v = V₀ − mean; CDKF: none). The UKF's usual form Σ Wcᵢ (Vᵢ − mean)(…)ᵀ has a negative
+Wc₀ (α = 0.1, d = 29: Wc₀ ≈ −96); taken about V₀ instead of the mean, the same sum is Σᵢ₍≥₁₎ Wᵢ (Vᵢ − V₀)(…)ᵀ +
+(Wc₀ − 1 − Wm₀)·vvᵀ and Wc₀ − Wm₀ = 1 − α² + β, so every weight is ≥ 0 for β ≥ α²: the square-root UKF then
+needs no Cholesky downdate (:mod:`~robotid_sim_plugins.ekf.square_root`).
+
+The Euler step f(χ) = χ + Δt·[qd, qdd, 0] only changes q and qd, so the predicted covariance is P + the first-order
+cross terms on the rows and columns of q and qd plus Δt² times the transform of g = [qd, qdd] (the 2n × 2n block)
+and Q: O(d²·n) instead of O(d³). The points' dynamics come from
+:meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.sigma_dynamics` (the points that move only λ share one
+basis of the model).
 """
 
 from __future__ import annotations
@@ -46,37 +51,37 @@ class SigmaRule:
     Attributes:
         gamma: γ, the points' spread in units of the factor's columns.
         Wm: (2d + 1,) the mean weights.
-        second: w of the second-order root √w (V₊ + V₋ − 2·ref).
+        second: w of the second-order root √w (V₊ + V₋ − 2V₀).
         centre: c, the weight of the centre term (0: none).
-        about_mean: ref is the mean (UKF) instead of the centre point V₀ (CDKF).
     """
 
     gamma: float
     Wm: np.ndarray
     second: float
     centre: float
-    about_mean: bool
 
     @classmethod
     def unscented(cls, d: int, alpha: float, beta: float, kappa: float) -> SigmaRule:
-        """The UKF's: filterpy's ``MerweScaledSigmaPoints`` of dimension d."""
+        """The UKF's: filterpy's ``MerweScaledSigmaPoints`` of dimension d, its covariance taken about the centre
+        point (module docstring: the centre weight β − α² instead of Wc₀, ≥ 0 for β ≥ α²)."""
         points = MerweScaledSigmaPoints(d, alpha, beta, kappa)
         gamma = math.sqrt(d + alpha**2 * (d + kappa) - d)
-        return cls(gamma, points.Wm, 0.5 * points.Wc[1], float(points.Wc[0]), True)
+        centre = float(points.Wc[0] - 1.0 - points.Wm[0])  # = β − α²
+        return cls(gamma, points.Wm, 0.5 * points.Wc[1], centre)
 
     @classmethod
     def central_difference(cls, d: int, h2: float = CDKF_H2) -> SigmaRule:
         """The CDKF's with h² (:data:`CDKF_H2`)."""
         Wm = np.full(2 * d + 1, 0.5 / h2)
         Wm[0] = (h2 - d) / h2
-        return cls(math.sqrt(h2), Wm, (h2 - 1.0) / (4.0 * h2**2), 0.0, False)
+        return cls(math.sqrt(h2), Wm, (h2 - 1.0) / (4.0 * h2**2), 0.0)
 
     def roots(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(mean (k,), first-order root (d, k), second-order root (d, k), centre deviation (k,)) of the values
         V (2d + 1, k) at the points."""
         d, k = (V.shape[0] - 1) // 2, V.shape[1]
         mean, first, second, centre = np.empty(k), np.empty((d, k)), np.empty((d, k)), np.empty(k)
-        sigma_roots(V, self.Wm, self.gamma, self.second, self.about_mean, mean, first, second, centre)
+        sigma_roots(V, self.Wm, self.gamma, self.second, mean, first, second, centre)
         return mean, first, second, centre
 
     def covariance(self, first: np.ndarray, second: np.ndarray, centre: np.ndarray) -> np.ndarray:

@@ -236,22 +236,21 @@ def packed_basis(Y, lam, basis, mean):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def sigma_roots(V, Wm, gamma, weight, about_mean, mean, first, second, centre):  # pragma: no cover - compiled
+def sigma_roots(V, Wm, gamma, weight, mean, first, second, centre):  # pragma: no cover - compiled
     """The roots of a sigma-point transform (``SigmaRule.roots``) of the values V (2d + 1, k) at the points, with
     the mean weights Wm (2d + 1,), spread γ and second-order weight w: fills mean (k,) = Wm V, first (d, k) =
-    (V₊ − V₋)/(2γ), second (d, k) = √w (V₊ + V₋ − 2·ref) (ref the mean where ``about_mean``, else V₀) and
+    (V₊ − V₋)/(2γ), second (d, k) = √w (V₊ + V₋ − 2·V₀) and
     centre (k,) = V₀ − mean."""
     d, k = first.shape
     mean[:] = 0.0
     for i in range(V.shape[0]):
         for c in range(k):
             mean[c] += Wm[i] * V[i, c]
-    ref = mean if about_mean else V[0]
     root = np.sqrt(weight)
     for i in range(d):
         for c in range(k):
             plus, minus = V[1 + i, c], V[1 + d + i, c]
             first[i, c] = (plus - minus) / (2.0 * gamma)
-            second[i, c] = root * (plus + minus - 2.0 * ref[c])
+            second[i, c] = root * (plus + minus - 2.0 * V[0, c])
     for c in range(k):
         centre[c] = V[0, c] - mean[c]

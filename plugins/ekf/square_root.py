@@ -2,23 +2,24 @@
 
 S is never re-factorised from a covariance: each step builds the new factor from the old one by a QR
 decomposition of the stacked square roots (a compound matrix whose Gram matrix is the new covariance) and
-rank-one Cholesky updates or downdates (:func:`cholupdate`), so P stays symmetric and positive semi-definite by
+rank-one Cholesky updates (:func:`cholupdate`), so P stays symmetric and positive semi-definite by
 construction where the plain form's P − K S Kᵀ can lose it to rounding (van der Merwe and Wan 2001).
 
-- SR-UKF, SR-CDKF: the points and transform of the plain forms (:mod:`~robotid_sim_plugins.ekf.sigma`, drawn
-  from S directly, again from S⁻ for the update). Predict: S⁻ = qr([S + Δt·Fᵀ on the rows of q and qd, the
-  second-order root and Q's [q, qd] block, Q's λ block]) (F the first-order root of g = [qd, qdd]; Q block-diagonal
-  between the states and λ, as the schedule's, so that its λ block's root enters by a QR of the others' triangle's λ
-  block only), then for the SR-UKF a rank-one update, or downdate (Wc₀ < 0), by
-  the centre term. Update: S_z from the measurements' roots and √R likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹,
-  and S⁺ = qr([S⁻ − K Fᵀ, K R_z]) (R_z the root of the second-order part and R; the centre term by a rank-one
-  step): P − K P_zz Kᵀ written as a sum of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
+- SR-UKF, SR-CDKF: the points and transform of the plain forms (:mod:`~robotid_sim_plugins.ekf.sigma`, drawn from S
+  directly, again from S⁻ for the update). Predict: S⁻ = qr([S + Δt·Fᵀ on the rows of q and qd, the second-order
+  root and Q's [q, qd] block, Q's λ block]) (F the first-order root of g = [qd, qdd]; Q block-diagonal between the
+  states and λ, as the schedule's, so that its λ block's root enters by a QR of the others' triangle's λ block
+  only), then for the SR-UKF a rank-one update by the centre term (its weight β − α² ≥ 0: the transform is taken
+  about the centre point, :mod:`~robotid_sim_plugins.ekf.sigma`, so no downdate by the usual negative Wc₀). Update:
+  S_z from the measurements' roots and √R likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹, and S⁺ = qr([S⁻ − K Fᵀ, K R_z])
+  (R_z the root of the second-order part and R; the centre term by a rank-one step): P − K P_zz Kᵀ written as a sum
+  of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
 - SR-EKF: predict S⁻ = qr([F S, √Q]); update by the array algorithm: the QR of [[√R, H S], [0, S]] gives S_z, the
   gain and the new S at once (the Joseph form's covariance).
 
 On well-conditioned data the square-root forms give the plain forms' numbers to rounding; where the plain form's
-P − K P_zz Kᵀ loses positive definiteness to rounding (a near-singular P), the factor stays valid. The SR-UKF's
-downdates by its negative centre weight (α = 0.1: Wc₀ ≈ −96 on 29 states) can still fail there.
+P − K P_zz Kᵀ loses positive definiteness to rounding (a near-singular P), the factor stays valid: every step is a
+QR or a rank-one update (a sum of squares), never a downdate.
 """
 
 from __future__ import annotations
@@ -42,24 +43,19 @@ from scipy.linalg.lapack import dgeqrf, dtpqrt
 
 
 @numba.njit(cache=True)
-def cholupdate(S, V, sign):  # pragma: no cover - compiled
-    """In place: S (d, d) lower-triangular ← the Cholesky factor of S Sᵀ + sign·Σⱼ vⱼ vⱼᵀ, the columns vⱼ of V
-    (d, k) one after the other (rank-one updates, sign 1, or downdates, sign −1). Returns False where a downdate
-    would leave the matrix not positive definite."""
+def cholupdate(S, V):  # pragma: no cover - compiled
+    """In place: S (d, d) lower-triangular ← the Cholesky factor of S Sᵀ + Σⱼ vⱼ vⱼᵀ, the columns vⱼ of V (d, k)
+    one after the other (rank-one updates: S's diagonal only grows, so a valid factor stays valid)."""
     d = S.shape[0]
     for c in range(V.shape[1]):
         v = V[:, c].copy()
         for k in range(d):
-            r2 = S[k, k] ** 2 + sign * v[k] ** 2
-            if not r2 > 0.0:
-                return False
-            r = np.sqrt(r2)
+            r = np.sqrt(S[k, k] ** 2 + v[k] ** 2)
             cos, sin = r / S[k, k], v[k] / S[k, k]
             S[k, k] = r
             for i in range(k + 1, d):
-                S[i, k] = (S[i, k] + sign * sin * v[i]) / cos
+                S[i, k] = (S[i, k] + sin * v[i]) / cos
                 v[i] = cos * v[i] - sin * S[i, k]
-    return True
 
 
 @numba.njit(cache=True)
@@ -157,11 +153,9 @@ class SquareRootSigmaFilter(_CholeskyState):
     check_physical = SigmaPointFilter.check_physical
 
     def _centre(self, S: np.ndarray, column: np.ndarray) -> None:
-        """S ← the factor of S Sᵀ + c·column columnᵀ, c the rule's centre weight (a downdate where c < 0)."""
-        if self.rule.centre and not cholupdate(
-            S, (math.sqrt(abs(self.rule.centre)) * column)[:, None], math.copysign(1.0, self.rule.centre)
-        ):
-            raise np.linalg.LinAlgError("downdate")
+        """S ← the factor of S Sᵀ + c·column columnᵀ, c ≥ 0 the rule's centre weight."""
+        if self.rule.centre:
+            cholupdate(S, (math.sqrt(self.rule.centre) * column)[:, None])
 
     def predict(self, tau, qdd, Q):
         n2, d, dt = 2 * self.process.n, self.process.dim_x, self.process.dt
