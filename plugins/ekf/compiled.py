@@ -21,10 +21,12 @@ Two evaluations of the same model, both exact:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba
 import numpy as np
+from robotid_sim_plugins.ekf.process import TINY
 
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.crba_kernels import (
@@ -188,8 +190,10 @@ def forward_one(chain, x, tau, qdd, M, Minv):  # pragma: no cover - compiled
 @numba.njit(cache=True)
 def acceleration_jacobian(chain, x, qdd, Minv, A):  # pragma: no cover - compiled
     """A = ∂qdd/∂x = −M⁻¹ [∂τ/∂q, ∂τ/∂qd, Y(q, qd, qdd)] (n, d) at state x (d,) with acceleration qdd (n,):
-    ∂τ/∂q and ∂τ/∂qd at fixed qdd by forward differences (steps 1e-6·max(1, |·|)) of the inverse dynamics (one
-    batched RNEA and the friction law; the rotor term does not depend on q, qd), Y from one regressor evaluation."""
+    ∂τ/∂q and ∂τ/∂qd at fixed qdd by forward differences (steps 1e-6·max(1, |·|), a velocity's away from zero and
+    from +0 at zero, :data:`~robotid_sim_plugins.ekf.process.TINY`: no difference crosses Coulomb's sign) of the
+    inverse dynamics (one batched RNEA and the friction law; the rotor term does not depend on q, qd), Y from one
+    regressor evaluation."""
     kind, parent, axis, R0, p0, g, colmap, nrot, fkind, alpha, vs, smoothing, unit, standard = chain
     n = qdd.shape[0]
     b = x.shape[0] - 2 * n
@@ -207,7 +211,11 @@ def acceleration_jacobian(chain, x, qdd, Minv, A):  # pragma: no cover - compile
         ACC[s] = qdd
     for i in range(n):
         eps[i] = 1e-6 * max(1.0, abs(x[i]))
-        eps[n + i] = 1e-6 * max(1.0, abs(x[n + i]))
+        # the velocity's step away from zero, from +0 at zero: never across Coulomb's sign (its jump is no slope)
+        eps[n + i] = math.copysign(1e-6 * max(1.0, abs(x[n + i])), x[n + i])
+        if x[n + i] == 0.0:
+            for s in range(r):
+                QD[s, i] = TINY
         Q[1 + i, i] += eps[i]
         QD[n + 1 + i, i] += eps[n + i]
     tq = np.empty((r, n))

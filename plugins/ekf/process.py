@@ -24,6 +24,9 @@ import numpy as np
 
 #: the signals the filter can measure, in the order of the measurement vector
 SIGNALS = ("q", "qd", "qdd")
+#: where a velocity is exactly zero, the Jacobian's differences start from it (the +0 side of sign(qd)): a step
+#: across sign(qd)'s jump would read fc / step (~1e6·fc) as a slope, and the EKF's predict would blow up
+TINY = float(np.finfo(float).tiny)
 
 
 class SingularMassMatrix(ArithmeticError):
@@ -206,13 +209,14 @@ class EulerProcessModel:
     def acceleration_jacobian(self, x: np.ndarray, qdd: np.ndarray, Minv: np.ndarray) -> np.ndarray:
         """(n, d) A = ∂qdd/∂x = −M⁻¹ [∂τ/∂q, ∂τ/∂qd, Y(q, qd, qdd)] at state x (d,) (Eq. 28–29).
 
-        ∂τ/∂q and ∂τ/∂qd at fixed qdd are forward differences of the inverse dynamics (steps 1e-6 · max(1, |·|));
-        they and Y come from one batched regressor call.
+        ∂τ/∂q and ∂τ/∂qd at fixed qdd are forward differences of the inverse dynamics (steps 1e-6 · max(1, |·|), a
+        velocity's away from zero and from +0 at zero: no difference across Coulomb's sign, as
+        :data:`TINY` says); they and Y come from one batched regressor call.
         """
         n = self.n
-        q, qd, lam = x[:n], x[n : 2 * n], x[2 * n :]
+        q, qd, lam = x[:n], np.where(x[n : 2 * n] == 0.0, TINY, x[n : 2 * n]), x[2 * n :]
         eps_q = 1e-6 * np.maximum(1.0, np.abs(q))
-        eps_qd = 1e-6 * np.maximum(1.0, np.abs(qd))
+        eps_qd = np.copysign(1e-6 * np.maximum(1.0, np.abs(qd)), qd)
         Qp = np.repeat(q[None], 2 * n + 1, 0)
         QDp = np.repeat(qd[None], 2 * n + 1, 0)
         Qp[1 : n + 1] += np.diag(eps_q)
