@@ -5,7 +5,9 @@ Issue 30's target: under 60 minutes on this (2-core) machine. ``--repetitions R`
 run a reduced protocol and extrapolate to the file's: a cell (noise realisation) costs its closed-loop
 simulation plus each one-step estimator once plus each iterative estimator once per initial estimate, so the
 run's task time is split into those parts (from each task's fit time) and scaled accordingly; the estimate is
-marked as such. ``--presets`` keeps some of the six noise presets (the estimate scales to all of them).
+marked as such. With several realisations it also prints, per method, the error of the mean estimate beside its
+standard error (bias against spread). ``--presets`` keeps some of the six noise presets (the estimate scales to
+all of them).
 
     python benchmarks/sweep_birdy_tx40.py [--repetitions R] [--initial-estimates I] [--presets P ...]
                                            [--estimators E ...] [--sweep FILE] [--workers N] [--keep DIR]
@@ -46,6 +48,34 @@ def _estimate(config, full, outcome, wall: float, workers: int, records) -> floa
     iterative = sum(float(r["fit_time_s"] or 0.0) for r in records if r.get("iterations") is not None)
     scaled = (busy - iterative + iterative * full.initial_count / config.initial_count) * full_cells / cells
     return wall - outcome.seconds + scaled / workers
+
+
+def _bias_text(records) -> str:
+    """Bias against spread per (noise preset, method) over its noise realisations: the error of the mean estimate
+    ‖β̄ − β‖/‖β‖, the norm of the mean's standard error ‖s/√R‖/‖β‖ (what ‖β̄ − β‖ would be without bias), each
+    run's mean ‖β̂ − β‖/‖β‖, and the parameter furthest from the truth in standard errors of the mean."""
+    import numpy as np
+
+    runs: dict[tuple[str, str], list] = {}
+    for r in records:
+        if r["status"] == "ok" and r["base_values"] is not None:
+            runs.setdefault((r["noise"], r["estimator"]), []).append(r)
+    lines = [f"{'preset / method':<34}{'R':>4}{'mean est.':>11}{'± SE':>8}{'per run':>9}  largest bias (SEs)"]
+    for (noise, name), group in runs.items():
+        if len(group) < 2:
+            continue
+        values, truth = np.array([r["base_values"] for r in group]), np.array(group[0]["base_true"])
+        norm, mean = np.linalg.norm(truth), values.mean(axis=0)
+        se = values.std(axis=0, ddof=1) / np.sqrt(len(group))
+        t = np.divide(mean - truth, se, out=np.zeros_like(se), where=se > 0)
+        worst = int(np.argmax(np.abs(t)))
+        per_run = np.linalg.norm(values - truth, axis=1).mean() / norm
+        lines.append(
+            f"{noise + ' / ' + name:<34}{len(group):>4}{100 * np.linalg.norm(mean - truth) / norm:>10.2f}%"
+            f"{100 * np.linalg.norm(se) / norm:>7.2f}%{100 * per_run:>8.1f}%  "
+            f"{group[0]['base_names'][worst]} {t[worst]:+.0f}"
+        )
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def main() -> int:
@@ -99,6 +129,9 @@ def main() -> int:
         print(f"{name:<26}{len(values):>6}{sum(values) / len(values):>16.3g}")
     print()
     print(birdy_text(birdy))
+    bias = _bias_text(records)
+    if bias:
+        print(f"\nbias against spread over the noise realisations (‖·‖/‖β‖):\n{bias}")
     return 0 if estimate < TARGET_S else 1
 
 
