@@ -5,9 +5,9 @@ The same filter as :class:`~robotid_sim_plugins.ekf.stream.PythonEKF` on filterp
 (equal to rounding, ``tests/test_filters.py``), written for the structure of the model (d = 2n + b states, m
 measured rows) so that a step costs O(d²·(n + m)) in a few BLAS products instead of O(d³):
 
-- the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as P + X + Xᵀ, X = (K S / 2 − P Hᵀ) Kᵀ, S = H P Hᵀ + R:
+- the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as P − K (H P) + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R:
   H's rows are unit rows (q, qd) or, for the accelerations, [0, 0, Y(q, qd, qdd)] of the recorded sample (the
-  torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update one (d, m) × (m, d) product;
+  torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update two (d, m) × (m, d) products;
 - F P Fᵀ only changes the rows and columns of q and qd (F = I + Δt·[[0, I, 0], [A], [0]]).
 
 A sample's predict is made when the next sample arrives (then it is known whether that one starts a new
@@ -228,13 +228,13 @@ def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # prag
         return False
     Kt = S_inv @ HP
     x += Kt.T @ y
-    # Joseph: (I − KH) P (I − KH)ᵀ + K R Kᵀ = P − K H P − P Hᵀ Kᵀ + K S Kᵀ, S = H P Hᵀ + R, = P + X + Xᵀ with
-    # X = (K S / 2 − P Hᵀ) Kᵀ: one (d, m) × (m, d) product, symmetric by construction, a covariance however K is
-    # rounded (its rounding enters to second order)
-    X = (0.5 * (Kt.T @ S) - HP.T) @ Kt
-    for i in range(d):
+    # Joseph: (I − KH) P (I − KH)ᵀ + K R Kᵀ = P − K H P + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R (the second term is
+    # what the gain's rounding leaves: the form stays a covariance however K is rounded)
+    KHP = Kt.T @ HP
+    C = (Kt.T @ S - HP.T) @ Kt
+    for i in range(d):  # P − K H P + C, symmetrised
         for j in range(i + 1):
-            s = P[i, j] + X[i, j] + X[j, i]
+            s = P[i, j] - 0.5 * (KHP[i, j] + KHP[j, i] - C[i, j] - C[j, i])
             P[i, j] = s
             P[j, i] = s
     return True
