@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from filterpy.kalman import MerweScaledSigmaPoints, unscented_transform
-from robotid_sim_plugins.ekf.sigma import SigmaRule, cholesky
-from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, positive_definite, sigma_roots
-from robotid_sim_plugins.ekf.square_root import qr_factor
+from robotid_sim_plugins.ekf.sigma import SigmaRule, cholesky, full_symmetric
+from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, positive_definite, sigma_roots, sigma_states
+from robotid_sim_plugins.ekf.square_root import psd_sqrt, qr_factor
 
 
 def _symmetric(packed: np.ndarray, n: int) -> np.ndarray:
@@ -97,3 +97,41 @@ def test_factors_equal_numpy_cholesky():
     with pytest.raises(np.linalg.LinAlgError):
         cholesky(indefinite)
     assert not positive_definite(indefinite)
+
+
+def test_sigma_states_are_the_points_of_the_factor():
+    """The points x ± γ·Lₖ as numpy builds them: [q, qd] of all, the whole points of the first 2n columns."""
+    rng = np.random.default_rng(7)
+    n, d, gamma = 2, 7, 1.3
+    x, L = rng.standard_normal(d), np.tril(rng.standard_normal((d, d)))
+    points = np.vstack([x, x + gamma * L.T, x - gamma * L.T])
+    for factor in (L, np.asfortranarray(L)):  # the square-root forms' factor, LAPACK's of the plain forms
+        states, moving = np.empty((2 * d + 1, 2 * n)), np.empty((4 * n, d))
+        sigma_states(x, factor, gamma, n, states, moving)
+        np.testing.assert_array_equal(states, points[:, : 2 * n])
+        np.testing.assert_array_equal(moving, np.vstack([points[1 : 2 * n + 1], points[d + 1 : d + 2 * n + 1]]))
+
+
+def test_the_plain_filters_lower_triangle_gives_the_symmetric_covariance():
+    """The plain filters keep P's lower triangle only (Fortran-ordered, what LAPACK reads): the symmetric P and
+    numpy's Cholesky factor from it."""
+    A = np.random.default_rng(8).standard_normal((9, 5))
+    P = A.T @ A
+    kept = np.asfortranarray(np.tril(P) + np.triu(np.full((5, 5), 7.0), 1))
+    np.testing.assert_array_equal(full_symmetric(kept), P)
+    np.testing.assert_array_equal(cholesky(kept), np.linalg.cholesky(P))
+
+
+def test_psd_sqrt_of_a_block_of_a_larger_matrix():
+    """The roots of Q's blocks (views of Q): Cholesky's for a full block, the square roots of a diagonal one, a
+    zero column for a zero variance."""
+    A = np.random.default_rng(9).standard_normal((6, 4))
+    Q = np.zeros((10, 10))
+    Q[:4, :4] = A.T @ A
+    Q[4:, 4:] = np.diag([4.0, 0.0, 1.0, 9.0, 0.25, 1.0])
+    Q[6, 7] = Q[7, 6] = 0.5
+    np.testing.assert_allclose(psd_sqrt(Q[:4, :4]), np.linalg.cholesky(A.T @ A), rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(psd_sqrt(Q[8:, 8:]), np.diag([0.5, 1.0]))
+    root = psd_sqrt(Q[4:8, 4:8])
+    np.testing.assert_allclose(root @ root.T, Q[4:8, 4:8], rtol=1e-13, atol=1e-13)
+    assert np.all(root[:, 1] == 0) and np.all(root[1] == 0)

@@ -78,7 +78,8 @@ class EulerProcessModel:
 
     def measurement(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """(N, m) the measured rows z of the recorded [q, qd, qdd], each (N, n)."""
-        return np.concatenate([q, qd, qdd], axis=1)[:, self.rows]
+        values = np.concatenate([q, qd, qdd], axis=1)
+        return values if self.dim_z == values.shape[1] else values[:, self.rows]
 
     def forward_dynamics(self, x: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(qdd (n,), M⁻¹ (n, n)) at state x (d,) with torque τ (n,): qdd = M⁻¹ (τ − h).
@@ -180,15 +181,16 @@ class EulerProcessModel:
         from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, sigma_states
         from scipy.linalg.blas import dtrmm
 
-        n, d, b = self.n, self.dim_x, self.b
+        n, d = self.n, self.dim_x
         n2 = 2 * n
-        states, moving, block = np.empty((2 * d + 1, n2)), np.empty((2 * n2, d)), np.empty((b, b))
-        sigma_states(x, L, gamma, n, states, moving, block)
+        states, moving = np.empty((2 * d + 1, n2)), np.empty((2 * n2, d))
+        sigma_states(x, L, gamma, n, states, moving)
         qdd = np.empty((2 * d + 1, n))
         moved = self.forward_many(moving, tau)
         qdd[1 : n2 + 1], qdd[d + 1 : d + n2 + 1] = moved[:n2], moved[n2:]
         basis, mean = self.dynamics_basis(x[:n], x[n:n2], x[n2:])
-        change = dtrmm(gamma, block.T, basis)  # (b, T + n): γ·(L's λ block)ᵀ @ basis, the columns' change
+        # (b, T + n): γ·(L's λ block)ᵀ @ basis, the columns' change
+        change = dtrmm(gamma, L[n2:, n2:], basis, lower=1, trans_a=1)
         Minv = np.empty((n, n))
         if not lambda_points(mean, change.T, tau, qdd[0], qdd[n2 + 1 : d + 1], qdd[d + n2 + 1 :], Minv):
             raise SingularMassMatrix

@@ -37,8 +37,8 @@ from filterpy.kalman import MerweScaledSigmaPoints
 from robotid_sim_plugins.ekf.process import SingularMassMatrix
 from robotid_sim_plugins.ekf.sigma_kernel import positive_definite, sigma_roots
 from robotid_sim_plugins.ekf.stream import StreamFilter
-from scipy.linalg.blas import dtrmm
-from scipy.linalg.lapack import dgesv, dpotrf
+from scipy.linalg.blas import dsyrk, dtrmm, dtrsm
+from scipy.linalg.lapack import dpotrf, dtrtrs
 
 #: h² of the central-difference points: 3, optimal for a Gaussian prior (Nørgaard et al. 2000)
 CDKF_H2 = 3.0
@@ -86,12 +86,16 @@ class SigmaRule:
 
     def covariance(self, first: np.ndarray, second: np.ndarray, centre: np.ndarray) -> np.ndarray:
         """(k, k) the transform's covariance from :meth:`roots`."""
-        return first.T @ first + second.T @ second + self.centre * np.outer(centre, centre)
+        covariance = first.T @ first
+        covariance += second.T @ second
+        if self.centre:
+            covariance += self.centre * np.outer(centre, centre)
+        return covariance
 
 
 def cholesky(P: np.ndarray) -> np.ndarray:
-    """The lower Cholesky factor (d, d) of the symmetric P (d, d), LAPACK's (numpy's numbers, without its
-    wrapping).
+    """The lower Cholesky factor (d, d) of the symmetric P (d, d) from its lower triangle, LAPACK's (numpy's
+    numbers, without its wrapping; a Fortran-ordered P is read without a transposed copy).
 
     Raises:
         LinAlgError: P is not positive definite.
@@ -102,11 +106,10 @@ def cholesky(P: np.ndarray) -> np.ndarray:
     return L
 
 
-def symmetrize(P: np.ndarray) -> np.ndarray:
-    """P (d, d) ← ½ (P + Pᵀ), in place; returns P."""
-    np.add(P, P.T, out=P)
-    P *= 0.5
-    return P
+def full_symmetric(P: np.ndarray) -> np.ndarray:
+    """(d, d) the symmetric matrix of P's lower triangle (its upper triangle ignored)."""
+    lower = np.tril(P)
+    return lower + np.tril(lower, -1).T
 
 
 class SigmaPointFilter(StreamFilter):
@@ -121,7 +124,8 @@ class SigmaPointFilter(StreamFilter):
     def __init__(self, process, schedule, lam0, rule: SigmaRule, name: str):
         super().__init__(process, schedule, lam0)
         self.rule, self.name = rule, name
-        self._x, self._P = np.zeros(process.dim_x), np.eye(process.dim_x)
+        # P's lower triangle, Fortran-ordered (what LAPACK's Cholesky reads): the upper one is not kept
+        self._x, self._P = np.zeros(process.dim_x), np.eye(process.dim_x, order="F")
         self.physical = False  # the mean's mass matrix has been positive definite (:meth:`check_physical`)
 
     @classmethod
@@ -140,10 +144,14 @@ class SigmaPointFilter(StreamFilter):
 
     @property
     def P(self):
-        return self._P
+        return full_symmetric(self._P)
+
+    def parameter_variance(self):
+        """(b,) P's last diagonal entries (without forming the symmetric P)."""
+        return self._P.diagonal()[-self.lam0.shape[0] :].copy()
 
     def restart(self, x, P):
-        self._x, self._P = x.copy(), P.copy()
+        self._x, self._P = x.copy(), np.array(P, dtype=float, order="F")
 
     def propagate(self, L: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The transform's :meth:`~SigmaRule.roots` of g = [qd, qdd] (2n) over the points of the mean and its
@@ -177,11 +185,11 @@ class SigmaPointFilter(StreamFilter):
         L = cholesky(self._P)  # LinAlgError: P lost positive definiteness, the filter diverged
         g, first, second, centre = self.propagate(L, tau)
         cross = dtrmm(dt, L, first, lower=1)  # (d, 2n): the first-order change of the columns of q and qd
-        P = self._P + Q
+        # the lower triangle (Q is symmetric: its transpose is Fortran-ordered as P): cross on the columns of q and
+        # qd, and on their rows
+        P = np.add(self._P, Q.T)
         P[:, :n2] += cross
-        P[:n2] += cross.T
-        P[:n2, :n2] += dt**2 * self.rule.covariance(first, second, centre)
-        symmetrize(P[:n2, :n2])  # the other blocks kept P's and Q's symmetry, cross being added to both sides
+        P[:n2, :n2] += cross[:n2].T + dt**2 * self.rule.covariance(first, second, centre)
         self._P = P
         self._x = self._x.copy()
         self._x[:n2] += dt * g
@@ -189,12 +197,10 @@ class SigmaPointFilter(StreamFilter):
     def correct(self, z, tau, t):
         L = cholesky(self._P)
         zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(L, tau, t)
-        Pzz = self.rule.covariance(first, second, centre) + R
-        Pxz = dtrmm(1.0, L, first, lower=1)
-        _, _, K, info = dgesv(Pzz, Pxz.T)  # K = Pxz Pzz⁻¹ (Pzz symmetric): LAPACK's solve, numpy's numbers
-        if info:
-            raise np.linalg.LinAlgError("singular Pzz")
-        K = K.T
-        self._x = self._x + K @ (z - zp)
-        self._P = symmetrize(self._P - K @ Pxz.T)
+        Sz = cholesky(self.rule.covariance(first, second, centre) + R)  # Pzz = Sz Szᵀ
+        # K = Pxz Pzz⁻¹ = W Sz⁻¹ with W = Pxz Sz⁻ᵀ: x + W Sz⁻¹ (z − zp) and P − K Pxzᵀ = P − W Wᵀ (LAPACK's
+        # symmetric rank-k update of P's lower triangle, in place); Sz's diagonal is positive (Cholesky's)
+        W = dtrsm(1.0, Sz, dtrmm(1.0, L, first, lower=1), side=1, lower=1, trans_a=1)
+        self._x = self._x + W @ dtrtrs(Sz, z - zp, lower=1)[0]
+        self._P = dsyrk(-1.0, W, beta=1.0, c=self._P, lower=1, overwrite_c=1)
         return qdd_mean, tau_noise

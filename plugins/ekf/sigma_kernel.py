@@ -194,10 +194,10 @@ def positive_definite(A):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def sigma_states(x, L, gamma, n, states, moving, block):  # pragma: no cover - compiled
+def sigma_states(x, L, gamma, n, states, moving):  # pragma: no cover - compiled
     """The sigma points x, x + γ·Lₖ, x − γ·Lₖ of x (d,) and the columns Lₖ of L (d, d), as the dynamics need them:
-    fills ``states`` (2d + 1, 2n) all points' [q, qd], ``moving`` (4n, d) the whole points of the first 2n
-    columns (+ then −; they move q and qd) and ``block`` (b, b) L's λ block, L[2n:, 2n:]."""
+    fills ``states`` (2d + 1, 2n) all points' [q, qd] and ``moving`` (4n, d) the whole points of the first 2n
+    columns (+ then −; they move q and qd)."""
     d, n2 = x.shape[0], 2 * n
     for i in range(n2):
         states[0, i] = x[i]
@@ -209,9 +209,6 @@ def sigma_states(x, L, gamma, n, states, moving, block):  # pragma: no cover - c
         for i in range(d):
             moving[k, i] = x[i] + gamma * L[i, k]
             moving[n2 + k, i] = x[i] - gamma * L[i, k]
-    for i in range(n2, d):
-        for j in range(n2, d):
-            block[i - n2, j - n2] = L[i, j]
 
 
 @numba.njit(cache=True)

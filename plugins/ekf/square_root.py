@@ -1,25 +1,26 @@
 """Square-root forms of the filters: the covariance kept as its lower Cholesky factor S (P = S Sᵀ).
 
 S is never re-factorised from a covariance: each step builds the new factor from the old one by a QR
-decomposition of the stacked square roots (a compound matrix whose Gram matrix is the new covariance) and
-rank-one Cholesky updates (:func:`cholupdate`), so P stays symmetric and positive semi-definite by
-construction where the plain form's P − K S Kᵀ can lose it to rounding (van der Merwe and Wan 2001).
+decomposition of the stacked square roots (a compound matrix whose Gram matrix is the new covariance), so P stays
+symmetric and positive semi-definite by construction where the plain form's P − K S Kᵀ can lose it to rounding
+(van der Merwe and Wan 2001).
 
 - SR-UKF, SR-CDKF: the points and transform of the plain forms (:mod:`~robotid_sim_plugins.ekf.sigma`, drawn from S
   directly, again from S⁻ for the update). Predict: S⁻ = qr([S + Δt·Fᵀ on the rows of q and qd, the second-order
-  root and Q's [q, qd] block, Q's λ block]) (F the first-order root of g = [qd, qdd]; Q block-diagonal between the
-  states and λ, as the schedule's, so that its λ block's root enters by a QR of the others' triangle's λ block
-  only), then for the SR-UKF a rank-one update by the centre term (its weight β − α² ≥ 0: the transform is taken
-  about the centre point, :mod:`~robotid_sim_plugins.ekf.sigma`, so no downdate by the usual negative Wc₀). Update:
-  S_z from the measurements' roots and √R likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹, and S⁺ = qr([S⁻ − K Fᵀ, K R_z])
-  (R_z the root of the second-order part and R; the centre term by a rank-one step): P − K P_zz Kᵀ written as a sum
+  root, Q's [q, qd] block and the SR-UKF's centre term, Q's λ block]) (F the first-order root of g = [qd, qdd]; the
+  rows that only have [q, qd] columns first reduced to one (2n, 2n) triangle; Q block-diagonal between the states
+  and λ, as the schedule's, so that its λ block's root enters by a QR of the others' triangle's λ block only). The
+  centre term is one more row, √c·v, its weight c = β − α² ≥ 0: the transform is taken about the centre point
+  (:mod:`~robotid_sim_plugins.ekf.sigma`), so no downdate by the usual negative Wc₀. Update: S_z from the
+  measurements' roots, √R and the centre row likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹, and
+  S⁺ = qr([S⁻ − K Fᵀ, K R_z, √c·K v]) (R_z the root of the second-order part and R): P − K P_zz Kᵀ written as a sum
   of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
 - SR-EKF: predict S⁻ = qr([F S, √Q]); update by the array algorithm: the QR of [[√R, H S], [0, S]] gives S_z, the
   gain and the new S at once (the Joseph form's covariance).
 
 On well-conditioned data the square-root forms give the plain forms' numbers to rounding; where the plain form's
 P − K P_zz Kᵀ loses positive definiteness to rounding (a near-singular P), the factor stays valid: every step is a
-QR or a rank-one update (a sum of squares), never a downdate.
+QR (a sum of squares), never a downdate.
 """
 
 from __future__ import annotations
@@ -40,22 +41,6 @@ from robotid_sim_plugins.ekf.stream import (
 from scipy.linalg import solve_triangular
 from scipy.linalg.blas import dtrmm, dtrsm
 from scipy.linalg.lapack import dgeqrf, dtpqrt
-
-
-@numba.njit(cache=True)
-def cholupdate(S, V):  # pragma: no cover - compiled
-    """In place: S (d, d) lower-triangular ← the Cholesky factor of S Sᵀ + Σⱼ vⱼ vⱼᵀ, the columns vⱼ of V (d, k)
-    one after the other (rank-one updates: S's diagonal only grows, so a valid factor stays valid)."""
-    d = S.shape[0]
-    for c in range(V.shape[1]):
-        v = V[:, c].copy()
-        for k in range(d):
-            r = np.sqrt(S[k, k] ** 2 + v[k] ** 2)
-            cos, sin = r / S[k, k], v[k] / S[k, k]
-            S[k, k] = r
-            for i in range(k + 1, d):
-                S[i, k] = (S[i, k] + sin * v[i]) / cos
-                v[i] = cos * v[i] - sin * S[i, k]
 
 
 @numba.njit(cache=True)
@@ -96,14 +81,15 @@ def psd_sqrt(Q: np.ndarray) -> np.ndarray:
     """A lower-triangular square root of the positive semi-definite Q (d, d): Cholesky on the rows and columns
     with a non-zero diagonal (a zero-variance state, e.g. no parameter process noise, gets a zero column); a
     diagonal Q the square roots of its diagonal."""
+    Q = np.ascontiguousarray(Q)  # a block of a larger Q: its zeros are counted faster in a copy
     diagonal = np.diag(Q)
     if np.count_nonzero(Q) == np.count_nonzero(diagonal):  # diagonal (the parameters' noise)
         return np.diag(np.sqrt(diagonal))
     keep = diagonal > 0
     if keep.all():
-        return np.linalg.cholesky(Q)
+        return cholesky(Q)
     root = np.zeros_like(Q)
-    root[np.ix_(keep, keep)] = np.linalg.cholesky(Q[np.ix_(keep, keep)])
+    root[np.ix_(keep, keep)] = cholesky(Q[np.ix_(keep, keep)])
     return root
 
 
@@ -152,51 +138,51 @@ class SquareRootSigmaFilter(_CholeskyState):
     measure = SigmaPointFilter.measure
     check_physical = SigmaPointFilter.check_physical
 
-    def _centre(self, S: np.ndarray, column: np.ndarray) -> None:
-        """S ← the factor of S Sᵀ + c·column columnᵀ, c ≥ 0 the rule's centre weight."""
-        if self.rule.centre:
-            cholupdate(S, (math.sqrt(self.rule.centre) * column)[:, None])
-
     def predict(self, tau, qdd, Q):
         n2, d, dt = 2 * self.process.n, self.process.dim_x, self.process.dt
         g, first, second, centre = self.propagate(self.S, tau)
+        # the rows with [q, qd] columns only: the second-order root, Q's [q, qd] block and the centre term, whose
+        # Gram matrix one (2n, 2n) triangle keeps
+        rows = np.empty((d + n2 + 1, n2), order="F")
+        np.multiply(dt, second, out=rows[:d])
+        rows[d:-1] = psd_sqrt(Q[:n2, :n2]).T
+        np.multiply(dt * math.sqrt(self.rule.centre), centre, out=rows[-1])
         # the rows of the compound: the first-order root of the Euler step's points (the factor's columns moved
-        # in q and qd), the second-order root and Q's [q, qd] block (one (2n, 2n) root), then Q's λ block
-        compound = np.zeros((d + n2, d), order="F")
+        # in q and qd), that triangle, then Q's λ block
+        compound = np.empty((d + n2, d), order="F")
         compound[:d] = self.S.T
         compound[:d, :n2] += dt * first
-        compound[d:, :n2] = qr_factor(np.vstack([dt * second, psd_sqrt(Q[:n2, :n2]).T])).T
+        compound[d:, :n2] = qr_factor(rows).T
+        compound[d:, n2:] = 0.0
         R = qr_triangle(compound)
         # Q's λ block (Q is block-diagonal, the schedule's), its upper-triangular root under the others' triangle R,
         # only meets R's λ block: the QR of that block over the root (LAPACK's triangular-pentagonal QR)
         noise = np.asfortranarray(psd_sqrt(Q[n2:, n2:]).T)
-        block, _, _, info = dtpqrt(d - n2, min(d - n2, 16), R[n2:, n2:], noise, overwrite_a=1, overwrite_b=1)
+        block, _, _, info = dtpqrt(d - n2, min(d - n2, 8), R[n2:, n2:], noise, overwrite_a=1, overwrite_b=1)
         if info:
             raise np.linalg.LinAlgError("QR")
         R[n2:, n2:] = block
-        S = lower_factor(R)
-        self._centre(S, np.concatenate([dt * centre, np.zeros(d - n2)]))
-        self.S = S
+        self.S = lower_factor(R)
         self._x = self._x.copy()
         self._x[:n2] += dt * g
 
     def correct(self, z, tau, t):
         d = self.process.dim_x
         zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(self.S, tau, t)
-        Rz = qr_factor(np.vstack([second, cholesky(R).T]))  # second-order part and noise, (m, m)
-        Sz = qr_factor(np.vstack([first, Rz.T]))
-        self._centre(Sz, centre)
-        Pxz = dtrmm(1.0, self.S, first, lower=1)
-        # K = Pxz Pzz⁻¹ = Pxz Sz⁻ᵀ Sz⁻¹: two triangular solves from the right
-        K = dtrsm(1.0, Sz, dtrsm(1.0, Sz, Pxz, side=1, lower=1, trans_a=1), side=1, lower=1)
+        root = math.sqrt(self.rule.centre)
+        Rz = qr_factor(np.vstack([second, cholesky(R).T]))  # (m, m): Rz Rzᵀ = secondᵀ second + R
+        Sz = qr_factor(np.vstack([first, Rz.T, root * centre]))
+        # Pxzᵀ = Fᵀ Sᵀ and Kᵀ = Pzz⁻¹ Pxzᵀ = Sz⁻ᵀ Sz⁻¹ Pxzᵀ, two triangular solves (the row-major S and F read as
+        # their Fortran-ordered transposes, without copies)
+        Pxz_t = dtrmm(1.0, self.S.T, first.T, side=1)
+        K = dtrsm(1.0, Sz, dtrsm(1.0, Sz, Pxz_t, lower=1), lower=1, trans_a=1).T
         self._x = self._x + K @ (z - zp)
-        # P − K Pzz Kᵀ as (S − K Fᵀ)(…)ᵀ + K (SᵀS + R) Kᵀ (+ the centre term): a sum of squares (Joseph's form)
-        compound = np.empty((d + Rz.shape[0], d), order="F")
-        np.subtract(self.S.T, first @ K.T, out=compound[:d])
-        compound[d:] = (K @ Rz).T
-        S = qr_factor(compound)
-        self._centre(S, K @ centre)
-        self.S = S
+        # P − K Pzz Kᵀ as (S − K Fᵀ)(…)ᵀ + K (Rz Rzᵀ + c·v vᵀ) Kᵀ: a sum of squares (Joseph's form)
+        compound = np.empty((d + Rz.shape[0] + 1, d), order="F")
+        np.subtract(self.S, K @ first.T, out=compound[:d].T)  # (S − K Fᵀ)ᵀ, the three row-major
+        compound[d:-1] = (K @ Rz).T
+        compound[-1] = K @ (root * centre)
+        self.S = qr_factor(compound)
         return qdd_mean, tau_noise
 
 
