@@ -86,7 +86,15 @@ class Trace:
             self.std.append(np.sqrt(np.clip(flt.parameter_variance(), 0, None)))
             self.at.append(k)
         if k % self.check_every == 0 or k == self.last:
-            self.eigen.append(float(np.linalg.eigvalsh(flt.P)[0]))
+            self.eigen.append(smallest_eigenvalue(flt.P))
+
+
+def smallest_eigenvalue(P: np.ndarray) -> float:
+    """The smallest eigenvalue of the symmetric P (d, d) alone (LAPACK's dsyevx on one index: about half the time
+    of every eigenvalue on the hyper9 filters' 118 states)."""
+    from scipy.linalg import eigh
+
+    return float(eigh(P, eigvals_only=True, subset_by_index=[0, 0], driver="evx", check_finite=False)[0])
 
 
 def diverged(name: str, t: float, k: int) -> IdentificationError:
