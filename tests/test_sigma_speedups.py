@@ -135,3 +135,16 @@ def test_psd_sqrt_of_a_block_of_a_larger_matrix():
     root = psd_sqrt(Q[4:8, 4:8])
     np.testing.assert_allclose(root @ root.T, Q[4:8, 4:8], rtol=1e-13, atol=1e-13)
     assert np.all(root[:, 1] == 0) and np.all(root[1] == 0)
+
+
+def test_psd_sqrt_of_a_matrix_that_rounding_left_slightly_indefinite():
+    """The SR-EKF stopped on hyper9 at 7.3 s: Q's velocity block, the EKF's correlated torque noise
+    M⁻¹ Σ M⁻ᵀ − G Cᵀ (a difference), had an eigenvalue −3.5e-13 and Cholesky failed. The root is now the one of
+    the nearest positive semi-definite matrix (negative eigenvalues as zero), lower-triangular."""
+    rng = np.random.default_rng(7)
+    V = np.linalg.qr(rng.standard_normal((6, 6)))[0]
+    w = np.array([-3.5e-13, 2e-14, 1e-6, 1e-4, 1e-3, 1e-2])
+    Q = (V * w) @ V.T
+    root = psd_sqrt(Q)
+    assert np.allclose(root, np.tril(root)) and np.all(np.diag(root) >= 0)
+    np.testing.assert_allclose(root @ root.T, (V * np.clip(w, 0, None)) @ V.T, rtol=0, atol=1e-15)
