@@ -129,6 +129,7 @@ def test_the_jacobian_at_a_velocity_near_zero_does_not_read_coulombs_jump_as_a_s
     The steps go away from zero (from +0 at zero), so the slope there is the one a little further away (viscous
     and rigid-body terms), on both the compiled and the numpy path."""
     from robotid_sim_plugins.ekf.compiled import CompiledChain
+    from robotid_sim_plugins.ekf.stream import acceleration_jacobian
 
     problem, truth = planar3r_problem
     n = problem.n_dof
@@ -137,9 +138,12 @@ def test_the_jacobian_at_a_velocity_near_zero_does_not_read_coulombs_jump_as_a_s
     process = EulerProcessModel(problem.base.regressor, n, problem.base.count, 0.001, SIGNALS, chain=chain)
     q, tau = np.array([0.3, -0.4, 0.5]), np.array([1.0, 0.5, 0.2])
 
-    def slope(velocity):
+    def slope(velocity):  # the Jacobian alone (the EKF step's kernel compiles it; no second compiled linearize)
         x = np.concatenate([q, [0.2, velocity, -0.1], truth])
-        return process.linearize(x, tau).jacobian[:, n + 1]
+        qdd, Minv = EulerProcessModel(problem.base.regressor, n, problem.base.count, 0.001, SIGNALS).forward_dynamics(
+            x, tau
+        )
+        return acceleration_jacobian(process, x, qdd, Minv)[:, n + 1]
 
     away = slope(-1e-3)
     for near in (-5e-7, 0.0, 5e-7):
