@@ -51,26 +51,45 @@ def pid_torque(k, q_ref, qd_ref, gains, dt, q, previous, integral, u):
 
 
 @njit(cache=True)
+def physics_work(n):
+    """The work arrays (E, P, C, W, DW, A, h, zero) of :func:`physics_acceleration` for n joints."""
+    return (np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 10)), np.empty((n, 3)), np.empty((n, 3)),
+            np.empty((n, 3)), np.empty(n), np.zeros(n))  # fmt: skip
+
+
+@njit(cache=True)
+def physics_acceleration(chain, g, inert, rotor, law, q, qd, u, work, M, LU, x):
+    """x (n,) ← the acceleration of one physics step under the torque u (n,): (M(q) + diag(Ia)) qdd =
+    u − h(q, qd) − friction(qd) (module docstring), M (n, n) left as M(q) + diag(Ia), LU its factorised copy.
+    ``work`` = (E, P, C, W, DW, A, h, zero) of the per-sample blocks. Returns False where M is singular or qdd
+    not finite."""
+    kind, parent, axis, R0, p0 = chain
+    fkind, fvals, alpha, vs, smoothing = law
+    E, P, C, W, DW, A, h, zero = work
+    per_sample._kinematics(kind, axis, R0, p0, q, E, P)
+    per_sample._crba(kind, parent, axis, inert, rotor, E, P, M, C)
+    per_sample._rnea(kind, parent, axis, inert, g, E, P, qd, zero, h, W, DW, A)
+    per_sample._friction(fkind, fvals, alpha, vs, smoothing, qd, x)
+    for j in range(x.shape[0]):
+        x[j] = (u[j] - x[j]) - h[j]
+    LU[:] = M
+    fine = per_sample._solve(LU, x)
+    for j in range(x.shape[0]):
+        fine = fine and np.isfinite(x[j])
+    return fine
+
+
+@njit(cache=True)
 def _loop_one(chain, g, inert, rotor, law, q_ref, qd_ref, gains, timing, steps, q_out, qd_out, qdd_out, u_out):
     """The closed loop of one copy up to the last recorded step; records ``steps`` (N,) ascending.
 
     Returns False (the unrecorded samples NaN) where M is singular or the state stops being finite.
     """
-    kind, parent, axis, R0, p0 = chain
-    fkind, fvals, alpha, vs, smoothing = law
     dt, substeps, h_step = timing
-    n = kind.shape[0]
+    n = chain[0].shape[0]
     N = steps.shape[0]
-    E = np.empty((n, 3, 3))
-    P = np.empty((n, 3))
-    C = np.empty((n, 10))
-    W = np.empty((n, 3))
-    DW = np.empty((n, 3))
-    A = np.empty((n, 3))
-    M = np.empty((n, n))
-    h = np.empty(n)
-    x = np.empty(n)
-    zero = np.zeros(n)
+    work = physics_work(n)
+    M, LU, x = np.empty((n, n)), np.empty((n, n)), np.empty(n)
     q = q_ref[0].copy()
     qd = qd_ref[0].copy()
     previous = q_ref[0].copy()
@@ -80,16 +99,7 @@ def _loop_one(chain, g, inert, rotor, law, q_ref, qd_ref, gains, timing, steps, 
     for k in range(steps[N - 1] + 1):
         pid_torque(k, q_ref, qd_ref, gains, dt, q, previous, integral, u)
         for sub in range(substeps):
-            per_sample._kinematics(kind, axis, R0, p0, q, E, P)
-            per_sample._crba(kind, parent, axis, inert, rotor, E, P, M, C)
-            per_sample._rnea(kind, parent, axis, inert, g, E, P, qd, zero, h, W, DW, A)
-            per_sample._friction(fkind, fvals, alpha, vs, smoothing, qd, x)
-            for j in range(n):
-                x[j] = (u[j] - x[j]) - h[j]
-            fine = per_sample._solve(M, x)
-            for j in range(n):
-                fine = fine and np.isfinite(x[j])
-            if not fine:
+            if not physics_acceleration(chain, g, inert, rotor, law, q, qd, u, work, M, LU, x):
                 for s in range(r, N):
                     for j in range(n):
                         q_out[s, j] = qd_out[s, j] = qdd_out[s, j] = u_out[s, j] = np.nan

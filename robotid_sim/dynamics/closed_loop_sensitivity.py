@@ -23,7 +23,7 @@ laws are linear in them) are evaluated at every physics step: on the TX40 the ta
 them within a control step (holding Y_b too was measured 5e-4 off, holding the slope as well 1e-2).
 
 numba's disk cache keys a compiled function on its own source file only: after an edit of
-``crba_kernels.py`` or ``closed_loop_kernels.py`` (the PID, ``pid_torque``) clear ``__pycache__`` (or
+``crba_kernels.py`` or ``closed_loop_kernels.py`` (the PID and physics step) clear ``__pycache__`` (or
 ``NUMBA_CACHE_DIR``) so this file's kernel picks it up.
 """
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robotid_sim.dynamics import closed_loop_kernels  # the PID of _loop_one
+from robotid_sim.dynamics import closed_loop_kernels  # the PID and the physics step of _loop_one
 from robotid_sim.dynamics import crba_kernels as per_sample  # its per-sample blocks, as _loop_one uses them
 
 #: relative step of the finite differences of A_q, A_qd (of max(|x|, 1))
@@ -189,15 +189,14 @@ def loop_sensitivity(
     Returns:
         False (the unrecorded samples NaN) where M is singular or the state stops being finite.
     """
-    kind, parent, axis, R0, p0 = chain
-    fkind, fvals, alpha, vs, smoothing = law
     dt, substeps, h_step = timing
-    n = kind.shape[0]
+    n = chain[0].shape[0]
     N = steps.shape[0]
     b = dq.shape[2]
-    E, P, C, M, LU = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 10)), np.empty((n, n)), np.empty((n, n))
-    W, DW, A, h, x, zero = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n), np.zeros(n)
-    rigid_work = (E.copy(), P.copy(), W.copy(), DW.copy(), A.copy(), np.empty(n), np.empty(n))
+    work = closed_loop_kernels.physics_work(n)
+    M, LU, x = np.empty((n, n)), np.empty((n, n)), np.empty(n)
+    rigid_work = (np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)),
+                  np.empty(n), np.empty(n))  # fmt: skip
     fric = np.zeros((1, n, units.shape[0]))
     base_work = (np.empty((3, n)), fric, np.empty(n), np.empty(n), per_sample._regressor_work(n))
     Aq, Aqd, slope, Yb = np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty((1, n, b))
@@ -207,17 +206,7 @@ def loop_sensitivity(
     for k in range(steps[N - 1] + 1):
         _control(k, q_ref, qd_ref, gains, dt, q, previous, integral, u, S)
         for sub in range(substeps):
-            per_sample._kinematics(kind, axis, R0, p0, q, E, P)
-            per_sample._crba(kind, parent, axis, inert, rotor, E, P, M, C)
-            LU[:] = M
-            per_sample._rnea(kind, parent, axis, inert, g, E, P, qd, zero, h, W, DW, A)
-            per_sample._friction(fkind, fvals, alpha, vs, smoothing, qd, x)
-            for j in range(n):
-                x[j] = (u[j] - x[j]) - h[j]
-            fine = per_sample._solve(M, x)
-            for j in range(n):
-                fine = fine and np.isfinite(x[j])
-            if not fine:
+            if not closed_loop_kernels.physics_acceleration(chain, g, inert, rotor, law, q, qd, u, work, M, LU, x):
                 out[:, r:] = np.nan
                 dq[r:] = np.nan
                 du[r:] = np.nan
@@ -235,7 +224,7 @@ def loop_sensitivity(
             if sub == 0 or not hold:
                 _rigid_derivatives(chain, g, inert, q, qd, x, Aq, Aqd, rigid_work)
             _parameter_derivatives(chain, g, law, units, colmap, nrot, q, qd, x, slope, Yb, base_work)
-            _propagate(h_step, LU, Aq, Aqd, slope, Yb, S)
+            _propagate(h_step, M, Aq, Aqd, slope, Yb, S)
             for j in range(n):
                 qd[j] = qd[j] + h_step * x[j]
             for j in range(n):
