@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 from filterpy.kalman import MerweScaledSigmaPoints, unscented_transform
 from robotid_sim_plugins.ekf.sigma import SigmaRule, cholesky, full_symmetric
-from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, positive_definite, sigma_roots, sigma_states
+from robotid_sim_plugins.ekf.sigma_kernel import (
+    lambda_points,
+    positive_definite,
+    sigma_moments,
+    sigma_roots,
+    sigma_states,
+)
 from robotid_sim_plugins.ekf.square_root import psd_sqrt, qr_factor
 
 
@@ -73,7 +79,8 @@ def test_sigma_roots_equal_the_transform_formulas(rule):
 
 def test_the_unscented_covariance_about_the_centre_point_is_filterpys_with_no_negative_weight():
     """The UKF's transform taken about V₀ (weights ≥ 0, so the SR-UKF never downdates) is filterpy's
-    Σ Wcᵢ (Vᵢ − mean)(…)ᵀ, whose Wc₀ is negative."""
+    Σ Wcᵢ (Vᵢ − mean)(…)ᵀ, whose Wc₀ is negative: from the roots the square-root forms stack, and as the plain forms'
+    compiled moments."""
     d = 29
     rule = SigmaRule.unscented(d, 0.1, 2.0, 0.0)
     points = MerweScaledSigmaPoints(d, 0.1, 2.0, 0.0)
@@ -82,7 +89,13 @@ def test_the_unscented_covariance_about_the_centre_point_is_filterpys_with_no_ne
     assert points.Wc[0] < -90 and rule.centre == pytest.approx(2.0 - 0.1**2) and rule.second > 0
     got_mean, first, second, centre = rule.roots(V)
     np.testing.assert_allclose(got_mean, mean, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(rule.covariance(first, second, centre), expected, rtol=1e-9, atol=1e-9)
+    from_roots = first.T @ first + second.T @ second + rule.centre * np.outer(centre, centre)
+    np.testing.assert_allclose(from_roots, expected, rtol=1e-9, atol=1e-9)
+    moments = np.empty(4), np.empty((d, 4)), np.empty((4, 4))
+    sigma_moments(V, rule.Wm, rule.gamma, rule.second, rule.centre, *moments)
+    np.testing.assert_allclose(moments[0], mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(moments[1], first)
+    np.testing.assert_allclose(moments[2], expected, rtol=1e-9, atol=1e-9)
 
 
 def test_factors_equal_numpy_cholesky():

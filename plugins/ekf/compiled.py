@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from robotid_sim_plugins.ekf.process import TINY
+from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, packed_basis, sigma_states
 
 from robotid_sim.dynamics import crba
 from robotid_sim.dynamics.crba_kernels import (
@@ -279,3 +280,47 @@ def forward_batch(chain, X, tau, qdd, ok):  # pragma: no cover - compiled
         for j in range(n):
             rhs[s, j] = tau[s, j] - friction[s, j]
     forward_per_copy(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, ok)
+
+
+@numba.njit(cache=True)
+def sigma_dynamics(chain, x, L, gamma, tau, states, qdd, Minv):  # pragma: no cover - compiled
+    """The dynamics of the sigma points x, x + γ·Lₖ, x − γ·Lₖ (Lₖ the columns of the lower-triangular L (d, d))
+    with torque τ (n,), as :meth:`~robotid_sim_plugins.ekf.process.EulerProcessModel.sigma_dynamics` computes
+    them, in one call: fills ``states`` (2d + 1, 2n) the points' [q, qd], ``qdd`` (2d + 1, n) their forward
+    dynamics and ``Minv`` (n, n) M⁻¹ at x. The 4n points that move q or qd by :func:`forward_batch`; the others
+    from the basis of x's q, qd (:func:`~robotid_sim_plugins.ekf.sigma_kernel.packed_basis`), each column's
+    change γ·Σⱼ L[2n + j, 2n + k]·basisⱼ (L's λ block is lower-triangular) and
+    :func:`~robotid_sim_plugins.ekf.sigma_kernel.lambda_points`. False where M(q, λ) is singular at a point."""
+    d, n = x.shape[0], tau.shape[0]
+    n2 = 2 * n
+    b = d - n2
+    moving, moved = np.empty((2 * n2, d)), np.empty((2 * n2, n))
+    sigma_states(x, L, gamma, n, states, moving)
+    taus = np.empty((2 * n2, n))
+    for s in range(2 * n2):
+        taus[s] = tau
+    ok = np.empty(2 * n2, dtype=np.bool_)
+    forward_batch(chain, moving, taus, moved, ok)
+    if not (ok.all() and np.isfinite(moved).all()):
+        return False
+    qdd[1 : n2 + 1] = moved[:n2]
+    qdd[d + 1 : d + n2 + 1] = moved[n2:]
+    q, qd, acc = np.empty((n + 1, n)), np.empty((n + 1, n)), np.zeros((n + 1, n))
+    for s in range(n + 1):
+        q[s] = x[:n]
+        qd[s] = x[n:n2]
+    for j in range(n):
+        acc[1 + j, j] = 1.0  # the regressor at zero, then unit accelerations: M's columns and h
+    Y = np.empty((n + 1, n, b))
+    base_regressor(chain, q, qd, acc, Y)
+    T = n * (n + 3) // 2
+    basis, mean = np.empty((T, b)), np.empty(T)
+    packed_basis(Y, x[n2:], basis, mean)
+    rows = np.ascontiguousarray(basis.T)
+    change = np.zeros((b, T))
+    for k in range(b):
+        for j in range(k, b):
+            c = gamma * L[n2 + j, n2 + k]
+            for t in range(T):
+                change[k, t] += c * rows[j, t]
+    return lambda_points(mean, change.T, tau, qdd[0], qdd[n2 + 1 : d + 1], qdd[d + n2 + 1 :], Minv)

@@ -144,19 +144,13 @@ class EulerProcessModel:
     def dynamics_basis(self, q: np.ndarray, qd: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(basis (b, T + n), [M, h] at λ (T + n,)) at q, qd (n,): [M(q, λ)'s lower triangle (its rows in order,
         T = n(n + 1)/2), h(q, qd, λ)] = λ @ basis for any λ (b,) (the model is linear in λ, M symmetric), and at
-        the given λ (b,): the base regressor at zero and unit accelerations, compiled for a chain
+        the given λ (b,): the base regressor at zero and unit accelerations
         (:func:`~robotid_sim_plugins.ekf.sigma_kernel.packed_basis`; the basis Fortran-ordered)."""
         from robotid_sim_plugins.ekf.sigma_kernel import packed_basis
 
         n, b = self.n, self.b
         Q, QD = np.repeat(q[None], n + 1, 0), np.repeat(qd[None], n + 1, 0)
-        if self.chain is None:
-            Y = np.ascontiguousarray(self.regressor(Q, QD, self._zero_acc), dtype=float)
-        else:
-            from robotid_sim_plugins.ekf.compiled import base_regressor
-
-            Y = np.empty((n + 1, n, b))
-            base_regressor(self.chain.arrays, Q, QD, self._zero_acc, Y)
+        Y = np.ascontiguousarray(self.regressor(Q, QD, self._zero_acc), dtype=float)
         basis, mean = np.empty((n * (n + 3) // 2, b)), np.empty(n * (n + 3) // 2)
         packed_basis(Y, np.ascontiguousarray(lam), basis, mean)
         return basis.T, mean
@@ -172,8 +166,9 @@ class EulerProcessModel:
         ±γ times those of the columns, from one :meth:`dynamics_basis` and one triangular (b, b) × (b, T + n)
         product; their solves and M⁻¹ are one compiled call
         (:func:`~robotid_sim_plugins.ekf.sigma_kernel.lambda_points`). Only the 4n points that move q or qd take a
-        full forward dynamics (:meth:`forward_many`). The same numbers as :meth:`forward_many` on every point, to
-        rounding.
+        full forward dynamics (:meth:`forward_many`). For a compiled chain all of it is one compiled call
+        (:func:`~robotid_sim_plugins.ekf.compiled.sigma_dynamics`). The same numbers as :meth:`forward_many` on
+        every point, to rounding.
 
         Raises:
             SingularMassMatrix: M(q, λ) is singular at one of the points.
@@ -183,15 +178,21 @@ class EulerProcessModel:
 
         n, d = self.n, self.dim_x
         n2 = 2 * n
-        states, moving = np.empty((2 * d + 1, n2)), np.empty((2 * n2, d))
+        states, qdd, Minv = np.empty((2 * d + 1, n2)), np.empty((2 * d + 1, n)), np.empty((n, n))
+        if self.chain is not None:
+            from robotid_sim_plugins.ekf.compiled import sigma_dynamics
+
+            # one layout of L compiled: the plain forms' factor is LAPACK's (Fortran-ordered)
+            if not sigma_dynamics(self.chain.arrays, x, np.asfortranarray(L), gamma, tau, states, qdd, Minv):
+                raise SingularMassMatrix
+            return states, qdd, Minv
+        moving = np.empty((2 * n2, d))
         sigma_states(x, L, gamma, n, states, moving)
-        qdd = np.empty((2 * d + 1, n))
         moved = self.forward_many(moving, tau)
         qdd[1 : n2 + 1], qdd[d + 1 : d + n2 + 1] = moved[:n2], moved[n2:]
         basis, mean = self.dynamics_basis(x[:n], x[n:n2], x[n2:])
         # (b, T + n): γ·(L's λ block)ᵀ @ basis, the columns' change
         change = dtrmm(gamma, L[n2:, n2:], basis, lower=1, trans_a=1)
-        Minv = np.empty((n, n))
         if not lambda_points(mean, change.T, tau, qdd[0], qdd[n2 + 1 : d + 1], qdd[d + n2 + 1 :], Minv):
             raise SingularMassMatrix
         return states, qdd, Minv

@@ -35,10 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 from filterpy.kalman import MerweScaledSigmaPoints
 from robotid_sim_plugins.ekf.process import SingularMassMatrix
-from robotid_sim_plugins.ekf.sigma_kernel import positive_definite, sigma_roots
+from robotid_sim_plugins.ekf.sigma_kernel import positive_definite, sigma_correct, sigma_predict, sigma_roots
 from robotid_sim_plugins.ekf.stream import StreamFilter
-from scipy.linalg.blas import dsyrk, dtrmm, dtrsm
-from scipy.linalg.lapack import dpotrf, dtrtrs
+from scipy.linalg.lapack import dpotrf
 
 #: h² of the central-difference points: 3, optimal for a Gaussian prior (Nørgaard et al. 2000)
 CDKF_H2 = 3.0
@@ -83,14 +82,6 @@ class SigmaRule:
         mean, first, second, centre = np.empty(k), np.empty((d, k)), np.empty((d, k)), np.empty(k)
         sigma_roots(V, self.Wm, self.gamma, self.second, mean, first, second, centre)
         return mean, first, second, centre
-
-    def covariance(self, first: np.ndarray, second: np.ndarray, centre: np.ndarray) -> np.ndarray:
-        """(k, k) the transform's covariance from :meth:`roots`."""
-        covariance = first.T @ first
-        covariance += second.T @ second
-        if self.centre:
-            covariance += self.centre * np.outer(centre, centre)
-        return covariance
 
 
 def cholesky(P: np.ndarray) -> np.ndarray:
@@ -181,26 +172,22 @@ class SigmaPointFilter(StreamFilter):
             raise SingularMassMatrix
 
     def predict(self, tau, qdd, Q):
-        n2, dt = 2 * self.process.n, self.process.dt
+        rule = self.rule
         L = cholesky(self._P)  # LinAlgError: P lost positive definiteness, the filter diverged
-        g, first, second, centre = self.propagate(L, tau)
-        cross = dtrmm(dt, L, first, lower=1)  # (d, 2n): the first-order change of the columns of q and qd
-        # the lower triangle (Q is symmetric: its transpose is Fortran-ordered as P): cross on the columns of q and
-        # qd, and on their rows
-        P = np.add(self._P, Q.T)
-        P[:, :n2] += cross
-        P[:n2, :n2] += cross[:n2].T + dt**2 * self.rule.covariance(first, second, centre)
-        self._P = P
+        states, qdd_points, _ = self.process.sigma_dynamics(self._x, L, rule.gamma, tau)
         self._x = self._x.copy()
-        self._x[:n2] += dt * g
+        sigma_predict(
+            self._x, self._P, L, states, qdd_points, rule.Wm, rule.gamma, rule.second, rule.centre, self.process.dt, Q
+        )
 
     def correct(self, z, tau, t):
+        rule = self.rule
         L = cholesky(self._P)
-        zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(L, tau, t)
-        Sz = cholesky(self.rule.covariance(first, second, centre) + R)  # Pzz = Sz Szᵀ
-        # K = Pxz Pzz⁻¹ = W Sz⁻¹ with W = Pxz Sz⁻ᵀ: x + W Sz⁻¹ (z − zp) and P − K Pxzᵀ = P − W Wᵀ (LAPACK's
-        # symmetric rank-k update of P's lower triangle, in place); Sz's diagonal is positive (Cholesky's)
-        W = dtrsm(1.0, Sz, dtrmm(1.0, L, first, lower=1), side=1, lower=1, trans_a=1)
-        self._x = self._x + W @ dtrtrs(Sz, z - zp, lower=1)[0]
-        self._P = dsyrk(-1.0, W, beta=1.0, c=self._P, lower=1, overwrite_c=1)
-        return qdd_mean, tau_noise
+        states, qdd_points, Minv = self.process.sigma_dynamics(self._x, L, rule.gamma, tau)
+        self.check_physical(Minv)
+        R, tau_noise = self.measurement_noise(Minv, t)
+        self._x = self._x.copy()
+        args = (rule.Wm, rule.gamma, rule.second, rule.centre)
+        if not sigma_correct(self._x, self._P, L, states, qdd_points, self.process.rows, z, R, *args):
+            raise np.linalg.LinAlgError("Cholesky")  # P_zz is not positive definite: the filter diverged
+        return qdd_points[0], tau_noise

@@ -251,3 +251,105 @@ def sigma_roots(V, Wm, gamma, weight, mean, first, second, centre):  # pragma: n
             second[i, c] = root * (plus + minus - 2.0 * V[0, c])
     for c in range(k):
         centre[c] = V[0, c] - mean[c]
+
+
+@numba.njit(cache=True)
+def sigma_moments(V, Wm, gamma, weight, centre_weight, mean, first, covariance):  # pragma: no cover - compiled
+    """The transform of the values V (2d + 1, k) at the points (``SigmaRule``: mean weights Wm, spread γ,
+    second-order weight w, centre weight c): fills mean (k,) = Wm V, first (d, k) = (V₊ − V₋)/(2γ) and covariance
+    (k, k) = firstᵀ first + w·Σ (V₊ + V₋ − 2V₀)(…)ᵀ + c·(V₀ − mean)(…)ᵀ."""
+    d, k = first.shape
+    mean[:] = 0.0
+    for i in range(V.shape[0]):
+        for c in range(k):
+            mean[c] += Wm[i] * V[i, c]
+    covariance[:] = 0.0
+    second = np.empty(k)
+    for i in range(d):
+        for c in range(k):
+            plus, minus = V[1 + i, c], V[1 + d + i, c]
+            first[i, c] = (plus - minus) / (2.0 * gamma)
+            second[c] = plus + minus - 2.0 * V[0, c]
+        for a in range(k):
+            f, s = first[i, a], weight * second[a]
+            for c in range(k):
+                covariance[a, c] += f * first[i, c] + s * second[c]
+    if centre_weight:
+        for a in range(k):
+            for c in range(k):
+                covariance[a, c] += centre_weight * (V[0, a] - mean[a]) * (V[0, c] - mean[c])
+
+
+@numba.njit(cache=True)
+def sigma_predict(x, P, L, states, qdd, Wm, gamma, weight, centre_weight, dt, Q):  # pragma: no cover - compiled
+    """The plain UKF's or CDKF's predict (``SigmaPointFilter.predict``), in place: the Euler step of the points
+    of x (d,) and L (d, d) (P's lower Cholesky factor) with their [q, qd] ``states`` (2d + 1, 2n) and forward
+    dynamics ``qdd`` (2d + 1, n) (``EulerProcessModel.sigma_dynamics``), its transform (:func:`sigma_moments` of
+    g = [qd, qdd]) and the process noise Q (d, d, symmetric). Only P's lower triangle is read and written: P + Q
+    + Δt·(L F on the columns of q and qd, and its transpose on their rows) + Δt²·the transform's covariance."""
+    d, n = x.shape[0], qdd.shape[1]
+    n2 = 2 * n
+    V = np.empty((2 * d + 1, n2))
+    V[:, :n] = states[:, n:]
+    V[:, n:] = qdd
+    g, first, covariance = np.empty(n2), np.empty((d, n2)), np.empty((n2, n2))
+    sigma_moments(V, Wm, gamma, weight, centre_weight, g, first, covariance)
+    cross = np.dot(L, first)  # (d, 2n): the first-order change of the columns of q and qd, over Δt
+    for j in range(d):
+        for i in range(j, d):
+            P[i, j] += Q[j, i]
+    for j in range(n2):
+        for i in range(j, d):
+            P[i, j] += dt * cross[i, j]
+        for i in range(j, n2):
+            P[i, j] += dt * cross[j, i] + dt * dt * covariance[i, j]
+    for i in range(n2):
+        x[i] += dt * g[i]
+
+
+@numba.njit(cache=True)
+def sigma_correct(x, P, L, states, qdd, rows, z, R, Wm, gamma, weight, centre_weight):  # pragma: no cover - compiled
+    """The plain UKF's or CDKF's update (``SigmaPointFilter.correct``), in place: the measured ``rows`` (m,) of
+    [q, qd, qdd] at the points of x (d,) and L (d, d) (``states``, ``qdd`` as :func:`sigma_predict`'s), their
+    transform (:func:`sigma_moments`) plus R (m, m): P_zz = S_z S_zᵀ, K = P_xz P_zz⁻¹ = W S_z⁻¹ with
+    W = L F S_z⁻ᵀ, x + W S_z⁻¹ (z − z_p) and P − W Wᵀ on P's lower triangle. False where P_zz is not positive
+    definite (the filter diverged; nothing changed)."""
+    d, n, m = x.shape[0], qdd.shape[1], rows.shape[0]
+    n2 = 2 * n
+    V = np.empty((2 * d + 1, m))
+    for s in range(2 * d + 1):
+        for r in range(m):
+            V[s, r] = states[s, rows[r]] if rows[r] < n2 else qdd[s, rows[r] - n2]
+    zp, first, Sz = np.empty(m), np.empty((d, m)), np.empty((m, m))
+    sigma_moments(V, Wm, gamma, weight, centre_weight, zp, first, Sz)
+    Sz += R
+    for j in range(m):  # Sz's lower triangle ← its Cholesky factor
+        for c in range(j):
+            Sz[j, j] -= Sz[j, c] * Sz[j, c]
+        if not Sz[j, j] > 0.0:
+            return False
+        Sz[j, j] = np.sqrt(Sz[j, j])
+        for i in range(j + 1, m):
+            for c in range(j):
+                Sz[i, j] -= Sz[i, c] * Sz[j, c]
+            Sz[i, j] /= Sz[j, j]
+    # Wᵀ = S_z⁻¹ P_xzᵀ (m, d), P_xz = L F: by rows, each step a whole row (no reduction along a row, which the
+    # compiler cannot vectorise)
+    Wt = np.dot(first.T, L.T)
+    y = z - zp  # then S_z⁻¹ (z − z_p)
+    for c in range(m):
+        Wt[c] /= Sz[c, c]
+        y[c] /= Sz[c, c]
+        for r in range(c + 1, m):
+            f = Sz[r, c]
+            y[r] -= f * y[c]
+            for i in range(d):
+                Wt[r, i] -= f * Wt[c, i]
+    for c in range(m):
+        for i in range(d):
+            x[i] += Wt[c, i] * y[c]
+    WW = np.dot(Wt.T, Wt)
+    for j in range(d):
+        for i in range(j, d):
+            P[i, j] -= WW[j, i]
+    return True
