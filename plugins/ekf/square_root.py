@@ -15,7 +15,8 @@ symmetric and positive semi-definite by construction where the plain form's P �
   measurements' roots, √R and the centre row likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹, and
   S⁺ = qr([S⁻ − K Fᵀ, K R_z, √c·K v]) (R_z the root of the second-order part and R): P − K P_zz Kᵀ written as a sum
   of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
-- SR-EKF: predict S⁻ = qr([F S, √Q]); update by the array algorithm: the QR of [[√R, H S], [0, S]] gives S_z, the
+- SR-EKF: predict S⁻ = qr([F S, √Q]) (F S formed on the rows of q and qd only, Q's λ block as the sigma forms');
+  update by the array algorithm: the QR of [[√R, H S], [0, S]] gives S_z, the
   gain and the new S at once (the Joseph form's covariance).
 
 On well-conditioned data the square-root forms give the plain forms' numbers to rounding; where the plain form's
@@ -99,6 +100,22 @@ def psd_sqrt(Q: np.ndarray) -> np.ndarray:
     return root
 
 
+def noisy_factor(compound: np.ndarray, Q: np.ndarray, n2: int) -> np.ndarray:
+    """The lower factor S (d, d) of compoundᵀ compound + Q's λ block for the Fortran-ordered compound (N, d)
+    (overwritten) and the process noise Q (d, d), block-diagonal between the first n2 states and λ, its λ block
+    diagonal (the schedule's: the parameters' noise). That root, upper-triangular under the compound's triangle R,
+    only meets R's λ block: the QR of that block over it (LAPACK's triangular-pentagonal QR)."""
+    b = compound.shape[1] - n2
+    R = qr_triangle(compound)
+    noise = np.zeros((b, b), order="F")
+    np.fill_diagonal(noise, np.sqrt(np.clip(np.diagonal(Q)[n2:], 0.0, None)))
+    block, _, _, info = dtpqrt(b, min(b, 8), R[n2:, n2:], noise, overwrite_a=1, overwrite_b=1)
+    if info:
+        raise np.linalg.LinAlgError("QR")
+    R[n2:, n2:] = block
+    return lower_factor(R)
+
+
 class _CholeskyState(StreamFilter):
     """The state of a square-root filter: the mean x and the lower Cholesky factor S of P = S Sᵀ, which is kept
     (only a restart factors a given P)."""
@@ -160,15 +177,7 @@ class SquareRootSigmaFilter(_CholeskyState):
         compound[:d, :n2] += dt * first
         compound[d:, :n2] = qr_factor(rows).T
         compound[d:, n2:] = 0.0
-        R = qr_triangle(compound)
-        # Q's λ block (Q is block-diagonal, the schedule's), its upper-triangular root under the others' triangle R,
-        # only meets R's λ block: the QR of that block over the root (LAPACK's triangular-pentagonal QR)
-        noise = np.asfortranarray(psd_sqrt(Q[n2:, n2:]).T)
-        block, _, _, info = dtpqrt(d - n2, min(d - n2, 8), R[n2:, n2:], noise, overwrite_a=1, overwrite_b=1)
-        if info:
-            raise np.linalg.LinAlgError("QR")
-        R[n2:, n2:] = block
-        self.S = lower_factor(R)
+        self.S = noisy_factor(compound, Q, n2)
         self._x = self._x.copy()
         self._x[:n2] += dt * g
 
@@ -211,11 +220,18 @@ class SquareRootEKF(_CholeskyState):
         self._lin = None
 
     def predict(self, tau, qdd, Q):
-        lin = self._lin
-        F = self.process.F_jacobian(lin)
+        lin, n, d, dt = self._lin, self.process.n, self.process.dim_x, self.process.dt
         self._x = self.process.fx(self._x[:, None], lin.qdd)[:, 0]
-        Q = parameter_noise_where_physical(Q, self._mass, self.process.n)
-        self.S = qr_factor(np.vstack([(F @ self.S).T, psd_sqrt(Q).T]))
+        Q = parameter_noise_where_physical(Q, self._mass, n)
+        # the compound [(F S)ᵀ; Q's state block's root]: F = I + Δt·[[0, I, 0], [A], [0]] changes only the rows of
+        # q and qd of S (F S = S + Δt·[S's rows of qd; A S] there), O(n d²) instead of the product's d³
+        compound = np.empty((d + 2 * n, d), order="F")
+        compound[:d] = self.S.T
+        compound[:d, :n] += dt * self.S[n : 2 * n].T
+        compound[:d, n : 2 * n] += dt * (lin.jacobian @ self.S).T
+        compound[d:, : 2 * n] = psd_sqrt(Q[: 2 * n, : 2 * n]).T
+        compound[d:, 2 * n :] = 0.0
+        self.S = noisy_factor(compound, Q, 2 * n)
 
     def correct(self, z, tau, t):
         process, d = self.process, self.process.dim_x
