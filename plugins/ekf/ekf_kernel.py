@@ -60,7 +60,7 @@ class EKFState:
 
 
 @numba.njit(cache=True)
-def _linearize(chain, x, tau, acc, qdd, A, M, noise_q, flags, noise):  # pragma: no cover - compiled
+def linearize_posterior(chain, x, tau, acc, qdd, A, M, noise_q, flags, noise):  # pragma: no cover - compiled
     """The linearisation at the posterior x (d,) with torque τ (n,) for the next predict
     (:func:`~robotid_sim_plugins.ekf.stream.posterior_linearization`): qdd, A, M and the torque noise of the
     velocity, for correlated noise where the torque rows are measured; where M is not positive definite and the
@@ -230,8 +230,9 @@ def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # prag
     x += Kt.T @ y
     # Joseph: (I − KH) P (I − KH)ᵀ + K R Kᵀ = P − K H P + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R (the second term is
     # what the gain's rounding leaves: the form stays a covariance however K is rounded)
+    # (K S − P Hᵀ) Kᵀ = (S Kᵀ − H P)ᵀ Kᵀ: both products (d, m) × (m, d) of a transposed row-major matrix
     KHP = Kt.T @ HP
-    C = (Kt.T @ S - HP.T) @ Kt
+    C = (S @ Kt - HP).T @ Kt
     for i in range(d):  # P − K H P + C, symmetrised
         for j in range(i + 1):
             s = P[i, j] - 0.5 * (KHP[i, j] + KHP[j, i] - C[i, j] - C[j, i])
@@ -284,7 +285,7 @@ def ekf_sample(
         for i in range(d):
             if not P[i, i] > 0.0:
                 return NOT_POSITIVE_DEFINITE
-    if not _linearize(chain, x, tau, acc, qdd, A, M, noise_q, flags, noise):
+    if not linearize_posterior(chain, x, tau, acc, qdd, A, M, noise_q, flags, noise):
         return SINGULAR
     return OK
 

@@ -41,13 +41,11 @@ class Linearization:
         x: (d,) the prior state [q, qd, λ] they are evaluated at.
         qdd: (n,) forward dynamics M⁻¹ (τ − h) at x.
         jacobian: (n, d) A = ∂qdd/∂x at x (Eq. 28–29).
-        mass_matrix_inverse: (n, n) M(q, λ)⁻¹.
     """
 
     x: np.ndarray
     qdd: np.ndarray
     jacobian: np.ndarray
-    mass_matrix_inverse: np.ndarray
 
     def acceleration_at(self, x: np.ndarray) -> np.ndarray:
         """(n,) first-order expansion of qdd about the prior, at state ``x`` (d,): qdd + A (x − x_prior)."""
@@ -242,9 +240,9 @@ class EulerProcessModel:
             qdd, Minv, A = np.empty(n), np.empty((n, n)), np.empty((n, d))
             if not linearize(self.chain.arrays, np.ascontiguousarray(x), np.ascontiguousarray(tau), qdd, Minv, A):
                 raise SingularMassMatrix
-            return Linearization(x, qdd, A, Minv)
+            return Linearization(x, qdd, A)
         qdd, Minv = self.forward_dynamics(x, tau)
-        return Linearization(x, qdd, self.acceleration_jacobian(x, qdd, Minv), Minv)
+        return Linearization(x, qdd, self.acceleration_jacobian(x, qdd, Minv))
 
     def fx(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """(d, 1) the Euler step x + Δt·[qd, u, 0] (Eq. 43) of the state x (d, 1) with acceleration u (n,)."""

@@ -30,6 +30,7 @@ import math
 
 import numba
 import numpy as np
+from robotid_sim_plugins.ekf.process import Linearization, SingularMassMatrix
 from robotid_sim_plugins.ekf.sigma import SigmaPointFilter, SigmaRule, cholesky
 from robotid_sim_plugins.ekf.stream import (
     StreamFilter,
@@ -205,33 +206,70 @@ class SquareRootEKF(_CholeskyState):
     """SR-EKF: the EKF of :class:`~robotid_sim_plugins.ekf.stream.PythonEKF` (its torque-form update,
     :func:`~robotid_sim_plugins.ekf.stream.torque_form`, and its linearisation at the posterior,
     :func:`~robotid_sim_plugins.ekf.stream.posterior_linearization`) with the factor S propagated by QR (module
-    docstring)."""
+    docstring).
+
+    It draws no points, so its factor may be triangular in any order of the states: S is lower-triangular in the
+    order [λ, q, qd] (:attr:`order`), P = Π S Sᵀ Πᵀ. There F = I + Δt·[[0, I, 0], [A], [0]] only changes the last
+    2n rows of S, and (F S)ᵀ is upper-triangular but for its last 2n rows and columns: the predict's QR is that
+    (2n, 2n) corner's with Q's state block's root, then the parameters' noise by LAPACK's triangular-pentagonal
+    QR, instead of a QR of all d columns.
+    """
 
     name = "sr_ekf"
 
     def __init__(self, process, schedule, lam0):
         super().__init__(process, schedule, lam0)
-        self._init_state(process.dim_x)
+        n2, d = 2 * process.n, process.dim_x
+        #: the states in the factor's order: λ, then q and qd
+        self.order = np.r_[n2:d, :n2]
+        self._unorder = np.argsort(self.order)
+        self._init_state(d)
         self._lin = None  # the linearisation at the last posterior (None: a restart)
         self._mass = None  # M(q, λ) at the prior where positive definite, for the update's noise
+        # the compiled linearisation's noise and flags (:meth:`linearize`)
+        self._noise = schedule.kernel_noise(process.rows, process.dt, lam0)
+        self._flags = np.zeros(5, dtype=np.int64)
+
+    @property
+    def P(self):
+        return (self.S @ self.S.T)[np.ix_(self._unorder, self._unorder)]
+
+    def parameter_variance(self):
+        """(b,) P's last diagonal entries: the squared norms of S's first rows (λ first)."""
+        rows = self.S[: self.lam0.shape[0]]
+        return np.einsum("ij,ij->i", rows, rows)
 
     def restart(self, x, P):
-        super().restart(x, P)
+        self._x = x.copy()
+        self.S = np.linalg.cholesky(P[np.ix_(self.order, self.order)])
         self._lin = None
 
     def predict(self, tau, qdd, Q):
         lin, n, d, dt = self._lin, self.process.n, self.process.dim_x, self.process.dt
+        b, n2 = d - 2 * n, 2 * n
         self._x = self.process.fx(self._x[:, None], lin.qdd)[:, 0]
         Q = parameter_noise_where_physical(Q, self._mass, n)
-        # the compound [(F S)ᵀ; Q's state block's root]: F = I + Δt·[[0, I, 0], [A], [0]] changes only the rows of
-        # q and qd of S (F S = S + Δt·[S's rows of qd; A S] there), O(n d²) instead of the product's d³
-        compound = np.empty((d + 2 * n, d), order="F")
-        compound[:d] = self.S.T
-        compound[:d, :n] += dt * self.S[n : 2 * n].T
-        compound[:d, n : 2 * n] += dt * (lin.jacobian @ self.S).T
-        compound[d:, : 2 * n] = psd_sqrt(Q[: 2 * n, : 2 * n]).T
-        compound[d:, 2 * n :] = 0.0
-        self.S = noisy_factor(compound, Q, 2 * n)
+        # (F S)ᵀ, Fortran-ordered: S's rows of q += Δt·its rows of qd, its rows of qd += Δt·A S (A's columns in
+        # the factor's order); the rows of λ are S's, zero in the columns of q and qd
+        S = self.S
+        R = np.empty((d, d), order="F")
+        R[:] = S.T
+        R[:, b : b + n] += dt * S[b + n :].T
+        R[:, b + n :] += dt * (lin.jacobian[:, self.order] @ S).T
+        # the corner [(F S)ᵀ's last 2n rows; Q's state block's root] to one (2n, 2n) triangle (zero in the columns
+        # of λ, as those rows are)
+        corner = np.empty((2 * n2, n2), order="F")
+        corner[:n2] = R[b:, b:]
+        corner[n2:] = psd_sqrt(Q[:n2, :n2]).T
+        R[b:, b:] = np.triu(qr_triangle(corner))
+        noise = np.sqrt(np.clip(np.diagonal(Q)[n2:], 0.0, None))
+        if noise.any():  # the parameters' noise rows [σ I, 0] under the triangle: trapezoidal, l = b
+            B = np.zeros((b, d), order="F")
+            np.fill_diagonal(B, noise)
+            R, _, _, info = dtpqrt(b, min(b, 8), R, B, overwrite_a=1, overwrite_b=1)
+            if info:
+                raise np.linalg.LinAlgError("QR")
+        self.S = lower_factor(R)
 
     def correct(self, z, tau, t):
         process, d = self.process, self.process.dim_x
@@ -242,16 +280,30 @@ class SquareRootEKF(_CholeskyState):
         m = R.shape[0]
         pre = np.zeros((m + d, m + d))
         pre[:m, :m] = np.linalg.cholesky(R)
-        pre[:m, m:] = H @ self.S
+        pre[:m, m:] = H[:, self.order] @ self.S
         pre[m:, m:] = self.S
-        post = qr_factor(pre.T)  # [[S_z, 0], [K̄, S⁺]], K = K̄ S_z⁻¹
+        post = qr_factor(pre.T)  # [[S_z, 0], [K̄, S⁺]], K = K̄ S_z⁻¹ (its rows in the factor's order)
         Sz, Kbar = post[:m, :m], post[m:, :m]
-        K = solve_triangular(Sz, Kbar.T, lower=True, trans="T").T
+        K = solve_triangular(Sz, Kbar.T, lower=True, trans="T").T[self._unorder]
         self._x = self._x + K @ (z - H @ self._x)
         self.S = post[m:, m:].copy()
-        self._lin, M, tau_noise, physical = posterior_linearization(
-            process, self.schedule, self._x.copy(), tau, self.sample[2]
-        )
+        self._lin, M, tau_noise, physical = self.linearize(tau)
         self._mass = M if physical else None
         self.non_physical_samples += not physical
         return self._lin.qdd, tau_noise
+
+    def linearize(self, tau: np.ndarray) -> tuple[Linearization, np.ndarray, np.ndarray, bool]:
+        """:func:`~robotid_sim_plugins.ekf.stream.posterior_linearization` at the posterior with torque τ (n,),
+        for a compiled chain the compiled EKF step's
+        (:func:`~robotid_sim_plugins.ekf.ekf_kernel.linearize_posterior`: the same numbers in one call)."""
+        process, x, qdd = self.process, self._x.copy(), self.sample[2]
+        if process.chain is None:
+            return posterior_linearization(process, self.schedule, x, tau, qdd)
+        from robotid_sim_plugins.ekf.ekf_kernel import linearize_posterior
+
+        n = process.n
+        acc, A, M, tau_noise = np.empty(n), np.empty((n, x.size)), np.empty((n, n)), np.empty((n, n))
+        args = (np.ascontiguousarray(tau, dtype=float), np.ascontiguousarray(qdd, dtype=float))
+        if not linearize_posterior(process.chain.arrays, x, *args, acc, A, M, tau_noise, self._flags, self._noise):
+            raise SingularMassMatrix
+        return Linearization(x, acc, A), M, tau_noise, bool(self._flags[3])

@@ -252,7 +252,7 @@ def posterior_linearization(
     acc, M, Minv = forward_dynamics(process, x, tau)
     joints = process.rows[process.rows >= 2 * n] - 2 * n
     if joints.size and not positive_definite(M):
-        lin = Linearization(x, np.array(qdd, dtype=float), np.zeros((n, process.dim_x)), Minv)
+        lin = Linearization(x, np.array(qdd, dtype=float), np.zeros((n, process.dim_x)))
         return lin, M, np.diag(schedule.measurement_std["qdd"] ** 2), False
     tau_noise = schedule.torque_noise(Minv)
     G, Y = np.zeros((n, joints.size)), np.zeros((joints.size, process.b))
@@ -266,7 +266,7 @@ def posterior_linearization(
         tau_noise = tau_noise - G @ C.T
     A = acceleration_jacobian(process, x, acc, Minv)
     A[:, 2 * n :] += G @ Y
-    return Linearization(x, acc, A, Minv), M, tau_noise, True
+    return Linearization(x, acc, A), M, tau_noise, True
 
 
 def acceleration_jacobian(process: EulerProcessModel, x: np.ndarray, qdd: np.ndarray, Minv: np.ndarray) -> np.ndarray:
