@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from robotid_sim_plugins.ekf.process import SIGNALS
@@ -90,16 +91,27 @@ class NoiseSchedule:
         """Joints."""
         return self.torque_std.shape[0]
 
+    @cached_property
+    def measurement_variance(self) -> np.ndarray:
+        """(3n,) R_0's diagonal: σ² of [q, qd, qdd]."""
+        return np.concatenate([self.measurement_std[k] ** 2 for k in SIGNALS])
+
+    @cached_property
+    def torque_variance(self) -> np.ndarray:
+        """(n,) σ_τ²."""
+        return self.torque_std**2
+
     def torque_noise(self, Minv: np.ndarray) -> np.ndarray:
         """(n, n) R_τ = M⁻¹ diag(σ_τ²) M⁻ᵀ: the torque noise seen in the acceleration (M⁻¹ (n, n))."""
-        return Minv @ np.diag(self.torque_std**2) @ Minv.T
+        return (Minv * self.torque_variance) @ Minv.T
 
-    def measurement_noise(self, torque_noise: np.ndarray, t: float) -> np.ndarray:
-        """(3n, 3n) R(t) of the measurement [q, qd, qdd]: (R_0 + R_τ on the qdd block)·(1 + c·e^(−t/T_w))."""
+    def measurement_noise(self, torque_noise: np.ndarray, t: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """(m, m) R(t) of the measured ``rows`` (m,, ascending; None: all 3n) of [q, qd, qdd]: (R_0 + R_τ on the
+        qdd block)·(1 + c·e^(−t/T_w))."""
         n = self.n
-        s = self.measurement_std
-        R = np.diag(np.concatenate([s["q"] ** 2, s["qd"] ** 2, s["qdd"] ** 2]))
-        R[2 * n :, 2 * n :] += torque_noise
+        R = np.diag(self.measurement_variance if rows is None else self.measurement_variance[rows])
+        if rows is None or rows[-1] >= 2 * n:  # qdd measured: its rows are the last n
+            R[-n:, -n:] += torque_noise
         if self.tempering:
             R *= 1.0 + self.tempering * math.exp(-t / self.warmup_s)
         return R

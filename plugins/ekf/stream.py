@@ -69,8 +69,7 @@ class StreamFilter(ABC):
     def measurement_noise(self, Minv: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
         """(R (m, m) on the measured rows, R_τ (n, n)) at time t for the prior mean's M⁻¹ (n, n)."""
         tau_noise = self.schedule.torque_noise(Minv)
-        rows = self.process.rows
-        return self.schedule.measurement_noise(tau_noise, t)[np.ix_(rows, rows)], tau_noise
+        return self.schedule.measurement_noise(tau_noise, t, self.process.rows), tau_noise
 
     def update(self, t: float, q, qd, qdd, tau, restart: bool = False) -> np.ndarray:
         """Consume one sample (t (s), q, qd, qdd, τ (n,) each; ``restart``: it starts a new recording, the first
