@@ -171,9 +171,6 @@ class EulerProcessModel:
         Raises:
             SingularMassMatrix: M(q, λ) is singular at one of the points.
         """
-        from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, sigma_states
-        from scipy.linalg.blas import dtrmm
-
         n, d = self.n, self.dim_x
         n2 = 2 * n
         states, qdd, Minv = np.empty((2 * d + 1, n2)), np.empty((2 * d + 1, n)), np.empty((n, n))
@@ -184,6 +181,9 @@ class EulerProcessModel:
             if not sigma_dynamics(self.chain.arrays, x, np.asfortranarray(L), gamma, tau, states, qdd, Minv):
                 raise SingularMassMatrix
             return states, qdd, Minv
+        from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, sigma_states
+        from scipy.linalg.blas import dtrmm
+
         moving = np.empty((2 * n2, d))
         sigma_states(x, L, gamma, n, states, moving)
         moved = self.forward_many(moving, tau)
