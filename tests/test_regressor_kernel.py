@@ -148,8 +148,20 @@ def test_structure_regressor_and_odd_inputs(all_robots):
 def test_bad_columns_are_refused(all_robots, columns):
     robot = all_robots["hyper9"]
     q, qd, qdd = _states(robot, 2)
-    with pytest.raises(rid.DataError, match="columns"):
-        robot.regressor(q, qd, qdd, columns=columns)
+    for _ in range(2):  # the column maps are cached: a refusal is not, the second call refuses too
+        with pytest.raises(rid.DataError, match="columns"):
+            robot.regressor(q, qd, qdd, columns=columns)
+
+
+def test_a_cached_column_map_gives_the_regressor_of_its_columns_whatever_their_integer_type(all_robots):
+    """The column maps are kept per columns (a filter asks for the base columns at every sample): the same
+    columns as int32, int64 or a list, before and after other column sets, give the same columns of the full
+    regressor."""
+    robot = all_robots["hyper9"]
+    q, qd, qdd = _states(robot, 3)
+    full = robot.regressor(q, qd, qdd)
+    for columns in ([0, 5, 17, 40], np.array([0, 5, 17, 40], dtype=np.int32), np.arange(3), [0, 5, 17, 40]):
+        np.testing.assert_array_equal(robot.regressor(q, qd, qdd, columns=columns), full[:, :, np.asarray(columns)])
 
 
 @pytest.mark.parametrize("N", [1, BIG])

@@ -17,7 +17,7 @@ other to answer these queries.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -153,16 +153,28 @@ class RegressorChain(JointChain):
 
 def _column_map(n: int, p: int, b: int, columns) -> tuple[np.ndarray, int, np.ndarray]:
     """The kernels' (n, b) map from each joint-block parameter to its output column (-1: not computed), P, and the
-    selected coupled-drive parameters (indices among theirs), whose columns come last."""
-    blocks = n * b
+    selected coupled-drive parameters (indices among theirs), whose columns come last. Kept for the last few
+    ``columns`` seen (a filter asks for the base columns at every sample: checking and mapping them again cost
+    more than a small batch's regressor): callers share the arrays returned and do not change them (they stay
+    writable: numba compiles a read-only array as another type)."""
     if columns is None:
-        return np.arange(blocks, dtype=np.int64).reshape(n, b), p, np.arange(p - blocks)
+        return _mapped_columns(n, p, b, None, None)
     selected = np.asarray(columns)
     if selected.ndim != 1 or (selected.size and selected.dtype.kind not in "iu"):
         raise DataError(f"columns must be a 1-D array of indices, got dtype {selected.dtype}, shape {selected.shape}")
+    return _mapped_columns(n, p, b, selected.dtype.str, selected.tobytes())
+
+
+@lru_cache(maxsize=16)
+def _mapped_columns(n: int, p: int, b: int, dtype: str | None, data: bytes | None) -> tuple:
+    """:func:`_column_map` of the columns with this dtype and buffer (None: all p)."""
+    blocks = n * b
+    if data is None:
+        return np.arange(blocks, dtype=np.int64).reshape(n, b), p, np.arange(p - blocks)
+    selected = np.frombuffer(data, dtype=dtype)
     if selected.size and (selected[0] < 0 or selected[-1] >= p or np.any(np.diff(selected) <= 0)):
         raise DataError(f"columns must be increasing indices in [0, {p}), got {selected.tolist()}")
-    selected = selected.astype(np.int64, copy=False)
+    selected = selected.astype(np.int64)
     in_blocks = selected[selected < blocks]
     colmap = np.full(blocks, -1, dtype=np.int64)
     colmap[in_blocks] = np.arange(len(in_blocks))

@@ -25,7 +25,7 @@ def as_states(n: int, **arrays) -> list[np.ndarray]:
             N = arr.shape[0]
         elif arr.shape[0] != N:
             raise DataError(f"'{name}' has {arr.shape[0]} samples but the other inputs have {N}")
-        if not np.all(np.isfinite(arr)):
+        if not np.isfinite(arr).all():
             bad = np.argwhere(~np.isfinite(arr))[0]
             raise DataError(
                 f"'{name}' contains NaN or inf (first at sample {bad[0]}, joint {bad[1] + 1}); "
