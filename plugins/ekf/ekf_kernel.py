@@ -12,8 +12,8 @@ measured rows) so that a step costs O(d²·(n + m)) in a few BLAS products inste
 
 A sample's predict is made when the next sample arrives (then it is known whether that one starts a new
 recording, where the states restart instead): the step state :class:`EKFState` carries the linearisation at the
-posterior until then. ``fit`` runs :func:`ekf_run` (the loop compiled) over the stream, ``update(sample)`` over
-one sample: the same numbers, and one kernel to compile.
+posterior until then. ``fit`` runs :func:`ekf_run` (the loop compiled); ``update(sample)`` calls
+:func:`ekf_sample` once per sample: the same numbers.
 
 Noise tuple ``noise`` (see :class:`~robotid_sim_plugins.ekf.noise.NoiseSchedule`): ``(r0 (3n,) σ² of
 [q, qd, qdd], torque variance (n,), tempering c, warmup T_w, unit state noise (bool), state-noise floor
@@ -55,7 +55,7 @@ class EKFState:
 
     @property
     def arrays(self) -> tuple:
-        """The state arguments of :func:`ekf_sample` (the ``state`` of :func:`ekf_run`)."""
+        """The arguments :func:`ekf_sample` takes after the chain."""
         return (self.x, self.P, *self.lin, self.previous_qdd, self.flags, self.t)
 
 
@@ -306,8 +306,7 @@ def ekf_run(
 ):  # pragma: no cover  # noqa: E501
     """:func:`ekf_sample` over the stream: q, qd, qdd (N, n), z (N, m), τ (N, n), t (N,), ``starts`` (N,) True at
     each recording's first sample. Records λ and its std every ``stride`` samples and at the last (``hist``,
-    ``hist_std`` (K, b), ``at`` (K,)), P's smallest eigenvalue every ``check_every`` and at the last (``eigen``);
-    0: none (a streaming ``update`` runs it over one sample: the step is compiled once, in this loop).
+    ``hist_std`` (K, b), ``at`` (K,)), P's smallest eigenvalue every ``check_every`` and at the last (``eigen``).
 
     Returns:
         (:data:`OK` or the failure's code, the sample it happened at).
@@ -324,13 +323,13 @@ def ekf_run(
         )  # fmt: skip
         if code != OK:
             return code, k
-        if stride and (k % stride == 0 or k == N - 1):
+        if k % stride == 0 or k == N - 1:
             for i in range(b):
                 hist[r, i] = x[2 * n + i]
                 hist_std[r, i] = math.sqrt(max(P[2 * n + i, 2 * n + i], 0.0))
             at[r] = k
             r += 1
-        if check_every and (k % check_every == 0 or k == N - 1):
+        if k % check_every == 0 or k == N - 1:
             eigen[e] = np.linalg.eigvalsh(P)[0]
             e += 1
             if k and not _cholesky_ok(P):

@@ -117,7 +117,7 @@ def singular(name: str, t: float, k: int) -> IdentificationError:
 
 class CompiledEKF:
     """The EKF's compiled step (:mod:`~robotid_sim_plugins.ekf.ekf_kernel`) for a streaming run: one
-    :meth:`update` per sample, the numbers of :func:`run_compiled` (the same compiled loop, over one sample).
+    :meth:`update` per sample, the numbers of :func:`run_compiled` (which runs the same step in one compiled loop).
 
     Args:
         chain: the :class:`~robotid_sim_plugins.ekf.compiled.CompiledChain`.
@@ -133,8 +133,7 @@ class CompiledEKF:
         self.noise = schedule.kernel_noise(process.rows, process.dt, lam0)
         self.state = EKFState(process.n, process.dim_x)
         self.samples = 0
-        b = lam0.shape[0]  # no records of fit's (the stride and the eigenvalue checks 0)
-        self._records = (0, 0, np.empty((0, b)), np.empty((0, b)), np.empty(0, dtype=np.int64), np.empty(0))
+        self._arrays = (chain.arrays, *self.state.arrays)  # the kernel's leading arguments, built once per stream
 
     def update(self, t: float, q, qd, qdd, tau, restart: bool = False) -> np.ndarray:
         """Consume one sample (t (s), q, qd, qdd, τ (n,) each; ``restart``: it starts a new recording, the first
@@ -143,16 +142,12 @@ class CompiledEKF:
         Raises:
             IdentificationError: the mass matrix became singular or P lost positive definiteness.
         """
-        from robotid_sim_plugins.ekf.ekf_kernel import OK, SINGULAR, ekf_run
+        from robotid_sim_plugins.ekf.ekf_kernel import OK, SINGULAR, ekf_sample
 
-        # fit's compiled loop over this one sample (one compiled kernel for both)
-        q, qd, qdd, tau = (np.ascontiguousarray(v, dtype=float)[None] for v in (q, qd, qdd, tau))
-        z = np.concatenate((q, qd, qdd), axis=1)[:, self.process.rows]  # the measured rows (process.measurement)
-        start = np.array([restart or self.samples == 0])
-        times = np.array([float(t)])
-        code, _ = ekf_run(
-            self.chain.arrays, self.state.arrays, q, qd, qdd, z, tau, times, start, self.noise, *self._records
-        )
+        q, qd, qdd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, qdd, tau))
+        z = np.concatenate((q, qd, qdd))[self.process.rows]  # the measured rows (process.measurement of one sample)
+        restart = restart or self.samples == 0
+        code = ekf_sample(*self._arrays, q, qd, qdd, z, tau, float(t), restart, self.noise)
         if code != OK:
             raise (singular if code == SINGULAR else diverged)("ekf", t - self.state.t[1], self.samples)
         self.samples += 1
