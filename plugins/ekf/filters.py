@@ -27,7 +27,7 @@ class _StreamEstimator(EKFEstimator):
     """
 
     auto_overrides: ClassVar[dict] = {"parameter_std": 0.1, "tempering": 1e6}
-    #: ``engine: auto`` compiles their process model (not the EKF's step) on any record: it compiles in about 7 s
+    #: ``engine: auto`` compiles their process model (not the EKF's step) on any record: it compiles in about 20 s
     #: and they call it 2·(2d + 1) times a sample
     compile_from: ClassVar[int] = 0
 
