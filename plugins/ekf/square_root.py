@@ -15,9 +15,10 @@ symmetric and positive semi-definite by construction where the plain form's P �
   measurements' roots, √R and the centre row likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹, and
   S⁺ = qr([S⁻ − K Fᵀ, K R_z, √c·K v]) (R_z the root of the second-order part and R): P − K P_zz Kᵀ written as a sum
   of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
-- SR-EKF: predict S⁻ = qr([F S, √Q]) (F S formed on the rows of q and qd only, Q's λ block as the sigma forms');
-  update by the array algorithm: the QR of [[√R, H S], [0, S]] gives S_z, the
-  gain and the new S at once (the Joseph form's covariance).
+- SR-EKF (it draws no points: its factor lower-triangular in the order [λ, q, qd], :class:`SquareRootEKF`):
+  predict S⁻ = qr([F S, √Q]) as the QR of a (2n, 2n) corner and the parameters' noise by the triangular-pentagonal
+  QR; update by the array algorithm: the QR of [[√R, H S], [0, S]] gives S_z, the gain and the new S at once (the
+  Joseph form's covariance).
 
 On well-conditioned data the square-root forms give the plain forms' numbers to rounding; where the plain form's
 P − K P_zz Kᵀ loses positive definiteness to rounding (a near-singular P), the factor stays valid: every step is a
