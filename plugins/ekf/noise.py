@@ -123,13 +123,12 @@ class NoiseSchedule:
         where it is not positive definite: no physical model to map the acceleration's noise), times
         1 + c·e^(−t/T_w): all rows, or without ``temper_torque`` the rows of q and qd only (the torque rows are
         linear in λ, exact wherever the estimate is: the EKF's, whose tempering is for its linearisation)."""
-        n = self.n
-        s = self.measurement_std
+        n, variance = self.n, self.measurement_variance
         R = np.zeros((3 * n, 3 * n))
-        R[: 2 * n, : 2 * n] = np.diag(np.concatenate([s["q"] ** 2, s["qd"] ** 2]))
-        R[2 * n :, 2 * n :] = np.diag(self.torque_std**2)
+        R[: 2 * n, : 2 * n] = np.diag(variance[: 2 * n])
+        R[2 * n :, 2 * n :] = np.diag(self.torque_variance)
         if M is not None:
-            R[2 * n :, 2 * n :] += (M * s["qdd"] ** 2) @ M.T
+            R[2 * n :, 2 * n :] += (M * variance[2 * n :]) @ M.T
         if self.tempering:
             factor = 1.0 + self.tempering * math.exp(-t / self.warmup_s)
             R[: 2 * n, : 2 * n] *= factor
@@ -168,14 +167,13 @@ class NoiseSchedule:
     def kernel_noise(self, rows: np.ndarray, dt: float, lam0: np.ndarray) -> tuple:
         """The schedule as the compiled step's ``noise`` tuple (:mod:`~robotid_sim_plugins.ekf.ekf_kernel`) for
         the measured ``rows`` (m,) of [q, qd, qdd], the sample interval ``dt`` and λ0 (b,)."""
-        s = self.measurement_std
         return (
-            np.concatenate([s["q"] ** 2, s["qd"] ** 2, s["qdd"] ** 2]),
-            self.torque_std**2,
+            self.measurement_variance,
+            self.torque_variance,
             float(self.tempering),
             float(self.warmup_s),
             bool(self.unit_state_noise),
-            1e-6 * np.concatenate([s["q"] ** 2, s["qd"] ** 2]),
+            1e-6 * self.measurement_variance[: 2 * self.n],
             float(self.parameter_noise),
             math.inf if self.annealing_s is None else float(self.annealing_s),
             float(dt),
