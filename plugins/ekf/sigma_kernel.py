@@ -257,27 +257,15 @@ def sigma_roots(V, Wm, gamma, weight, mean, first, second, centre):  # pragma: n
 def sigma_moments(V, Wm, gamma, weight, centre_weight, mean, first, covariance):  # pragma: no cover - compiled
     """The transform of the values V (2d + 1, k) at the points (``SigmaRule``: mean weights Wm, spread γ,
     second-order weight w, centre weight c): fills mean (k,) = Wm V, first (d, k) = (V₊ − V₋)/(2γ) and covariance
-    (k, k) = firstᵀ first + w·Σ (V₊ + V₋ − 2V₀)(…)ᵀ + c·(V₀ − mean)(…)ᵀ."""
+    (k, k) = firstᵀ first + w·Σ (V₊ + V₋ − 2V₀)(…)ᵀ + c·(V₀ − mean)(…)ᵀ, from :func:`sigma_roots`."""
     d, k = first.shape
-    mean[:] = 0.0
-    for i in range(V.shape[0]):
-        for c in range(k):
-            mean[c] += Wm[i] * V[i, c]
-    covariance[:] = 0.0
-    second = np.empty(k)
-    for i in range(d):
-        for c in range(k):
-            plus, minus = V[1 + i, c], V[1 + d + i, c]
-            first[i, c] = (plus - minus) / (2.0 * gamma)
-            second[c] = plus + minus - 2.0 * V[0, c]
-        for a in range(k):
-            f, s = first[i, a], weight * second[a]
-            for c in range(k):
-                covariance[a, c] += f * first[i, c] + s * second[c]
+    second, centre = np.empty((d, k)), np.empty(k)
+    sigma_roots(V, Wm, gamma, weight, mean, first, second, centre)
+    covariance[:] = np.dot(first.T, first) + np.dot(second.T, second)
     if centre_weight:
         for a in range(k):
             for c in range(k):
-                covariance[a, c] += centre_weight * (V[0, a] - mean[a]) * (V[0, c] - mean[c])
+                covariance[a, c] += centre_weight * centre[a] * centre[c]
 
 
 @numba.njit(cache=True)

@@ -159,9 +159,24 @@ class SquareRootSigmaFilter(_CholeskyState):
         self._init_state(process.dim_x)
         self.physical = False
 
-    propagate = SigmaPointFilter.propagate
-    measure = SigmaPointFilter.measure
     check_physical = SigmaPointFilter.check_physical
+
+    def propagate(self, L: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The transform's :meth:`~SigmaRule.roots` of g = [qd, qdd] (2n) over the points of the mean and its
+        factor L (d, d), with torque τ (n,): the Euler step's change of the points, divided by Δt."""
+        n = self.process.n
+        states, qdd, _ = self.process.sigma_dynamics(self._x, L, self.rule.gamma, tau)
+        return self.rule.roots(np.hstack([states[:, n:], qdd]))
+
+    def measure(self, L: np.ndarray, tau: np.ndarray, t: float):
+        """(the measurement's mean (m,), first-order root (d, m), second-order root (d, m), centre deviation (m,),
+        qdd (n,) at the mean, R (m, m), R_τ (n, n)) over the points of the mean and its factor L (d, d), with
+        torque τ (n,) at time t."""
+        process, n = self.process, self.process.n
+        states, qdd, Minv = process.sigma_dynamics(self._x, L, self.rule.gamma, tau)
+        self.check_physical(Minv)
+        R, tau_noise = self.measurement_noise(Minv, t)
+        return (*self.rule.roots(process.measurement(states[:, :n], states[:, n:], qdd)), qdd[0], R, tau_noise)
 
     def predict(self, tau, qdd, Q):
         n2, d, dt = 2 * self.process.n, self.process.dim_x, self.process.dt
