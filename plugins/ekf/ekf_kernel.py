@@ -7,7 +7,8 @@ measured rows) so that a step costs O(d²·(n + m)) in a few BLAS products inste
 
 - the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as P − K (H P) + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R:
   H's rows are unit rows (q, qd) or, for the accelerations, [0, 0, Y(q, qd, qdd)] of the recorded sample (the
-  torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update two (d, m) × (m, d) products;
+  torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update one (d, 2m) × (2m, d)
+  product on P's lower triangle (:func:`joseph`);
 - F P Fᵀ only changes the rows and columns of q and qd (F = I + Δt·[[0, I, 0], [A], [0]]).
 
 A sample's predict is made when the next sample arrives (then it is known whether that one starts a new
@@ -170,6 +171,73 @@ def _predict(x, P, qdd, A, noise_q, previous_qdd, flags, t_rel, noise):  # pragm
 
 
 @numba.njit(cache=True)
+def scaled_inverse(S, out):  # pragma: no cover - compiled
+    """out (m, m) ← S⁻¹ for the symmetric S (m, m), from the Cholesky factor L of S scaled to unit diagonal: S⁻¹ =
+    D L⁻ᵀ L⁻¹ D, D = diag(S)^(-1/2). S's rows differ by orders (q's σ² beside τ's); the scaled matrix's condition
+    number is much smaller, and its inverse as exact as that allows. False: S is not positive definite."""
+    m = S.shape[0]
+    scale = np.empty(m)
+    for i in range(m):
+        if not S[i, i] > 0.0:
+            return False
+        scale[i] = 1.0 / math.sqrt(S[i, i])
+    L = np.zeros((m, m))
+    for i in range(m):  # Cholesky by rows
+        for j in range(i + 1):
+            s = S[i, j] * scale[i] * scale[j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i > j:
+                L[i, j] = s / L[j, j]
+            elif s > 0.0:
+                L[i, i] = math.sqrt(s)
+            else:
+                return False
+    X = np.zeros((m, m))  # L⁻¹ by rows: forward substitution on the identity
+    for i in range(m):
+        X[i, i] = 1.0
+        for k in range(i):
+            c = L[i, k]
+            for j in range(k + 1):
+                X[i, j] -= c * X[k, j]
+        c = 1.0 / L[i, i]
+        for j in range(i + 1):
+            X[i, j] *= c
+    out[:] = X.T @ X
+    for i in range(m):
+        for j in range(m):
+            out[i, j] *= scale[i] * scale[j]
+    return True
+
+
+@numba.njit(cache=True)
+def joseph(P, Kt, HP, S):  # pragma: no cover - compiled
+    """P ← (I − KH) P (I − KH)ᵀ + K R Kᵀ for P (d, d), the gain K = Ktᵀ (d, m), H P (m, d) and S = H P Hᵀ + R (m, m):
+    P − K H P + (K S − P Hᵀ) Kᵀ (the second term is what the gain's rounding leaves: the form stays a covariance
+    however K is rounded), symmetrised: P − ½ (Ktᵀ V + Vᵀ Kt), V = 2 H P − S Kt, one (d, 2m) × (2m, d) product
+    [Ktᵀ, Vᵀ] [V; Kt] taken on P's lower triangle only, in two row blocks (three quarters of the product's work),
+    and mirrored."""
+    m, d = Kt.shape
+    U, Z = np.empty((d, 2 * m)), np.empty((d, 2 * m))
+    V = 2.0 * HP - S @ Kt
+    U[:, :m] = Kt.T
+    U[:, m:] = V.T
+    Z[:, :m] = V.T
+    Z[:, m:] = Kt.T
+    edges = (0, d // 2, d)
+    for bi in range(2):
+        i0, i1 = edges[bi], edges[bi + 1]
+        for bj in range(bi + 1):
+            j0, j1 = edges[bj], edges[bj + 1]
+            X = U[i0:i1] @ Z[j0:j1].T
+            for i in range(i0, i1):
+                for j in range(j0, min(j1, i + 1)):
+                    s = P[i, j] - 0.5 * X[i - i0, j - j0]
+                    P[i, j] = s
+                    P[j, i] = s
+
+
+@numba.njit(cache=True)
 def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # pragma: no cover - compiled
     """filterpy's update (Joseph form) with the measured rows: q and qd rows z − x, accelerations in the torque
     form τ − Y(q, qd, qdd) λ of the recorded sample with noise diag(σ_τ²) + M diag(σ_qdd²) Mᵀ (M at the prior; the
@@ -219,25 +287,12 @@ def _update(chain, x, P, M, physical, q, qd, acc, z, tau, t_rel, noise):  # prag
             s = 0.5 * (S[a, c] + S[c, a])
             S[a, c] = s
             S[c, a] = s
-    # Kᵀ = S⁻¹ H P with S scaled to unit diagonal first: its rows differ by orders (q's σ² beside τ's), and the
-    # inverse of the scaled matrix is as exact as its much smaller condition number allows
-    scale_s = 1.0 / np.sqrt(np.diag(S))
-    try:
-        S_inv = scale_s[:, None] * np.linalg.inv(scale_s[:, None] * S * scale_s[None, :]) * scale_s[None, :]
-    except Exception:  # noqa: BLE001 - numba catches no narrower class: S singular, P no longer a covariance
+    S_inv = np.empty((m, m))
+    if not scaled_inverse(S, S_inv):  # S not positive definite: P no longer a covariance
         return False
     Kt = S_inv @ HP
     x += Kt.T @ y
-    # Joseph: (I − KH) P (I − KH)ᵀ + K R Kᵀ = P − K H P + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R (the second term is
-    # what the gain's rounding leaves: the form stays a covariance however K is rounded)
-    # (K S − P Hᵀ) Kᵀ = (S Kᵀ − H P)ᵀ Kᵀ: both products (d, m) × (m, d) of a transposed row-major matrix
-    KHP = Kt.T @ HP
-    C = (S @ Kt - HP).T @ Kt
-    for i in range(d):  # P − K H P + C, symmetrised
-        for j in range(i + 1):
-            s = P[i, j] - 0.5 * (KHP[i, j] + KHP[j, i] - C[i, j] - C[j, i])
-            P[i, j] = s
-            P[j, i] = s
+    joseph(P, Kt, HP, S)
     return True
 
 
