@@ -100,7 +100,10 @@ def _slow_sigma_dynamics(process):
     def dynamics(x, L, gamma, tau):
         n = process.n
         X = np.vstack([x, x + gamma * L.T, x - gamma * L.T])
-        return X[:, : 2 * n], process.forward_many(X, tau), process.mean_dynamics(X[:1], tau)[2]
+        # the points' states as contiguous as the fast path's (a strided view would compile the filters' kernels
+        # once more for that layout)
+        states = np.ascontiguousarray(X[:, : 2 * n])
+        return states, process.forward_many(X, tau), process.mean_dynamics(X[:1], tau)[2]
 
     return dynamics
 

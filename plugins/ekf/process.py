@@ -184,13 +184,15 @@ class EulerProcessModel:
         from robotid_sim_plugins.ekf.sigma_kernel import lambda_points, sigma_states
         from scipy.linalg.blas import dtrmm
 
+        # L and the λ block's change in the layouts the compiled path passes (one compilation of each kernel)
+        L = np.asfortranarray(L)
         moving = np.empty((2 * n2, d))
         sigma_states(x, L, gamma, n, states, moving)
         moved = self.forward_many(moving, tau)
         qdd[1 : n2 + 1], qdd[d + 1 : d + n2 + 1] = moved[:n2], moved[n2:]
         basis, mean = self.dynamics_basis(x[:n], x[n:n2], x[n2:])
         # (b, T + n): γ·(L's λ block)ᵀ @ basis, the columns' change
-        change = dtrmm(gamma, L[n2:, n2:], basis, lower=1, trans_a=1)
+        change = np.ascontiguousarray(dtrmm(gamma, L[n2:, n2:], basis, lower=1, trans_a=1))
         if not lambda_points(mean, change.T, tau, qdd[0], qdd[n2 + 1 : d + 1], qdd[d + n2 + 1 :], Minv):
             raise SingularMassMatrix
         return states, qdd, Minv
