@@ -7,8 +7,8 @@ measured rows) so that a step costs O(d²·(n + m)) in a few BLAS products inste
 
 - the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as P − K (H P) + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R:
   H's rows are unit rows (q, qd) or, for the accelerations, [0, 0, Y(q, qd, qdd)] of the recorded sample (the
-  torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update one (d, 2m) × (2m, d)
-  product on P's lower triangle (:func:`joseph`);
+  torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update one (d, m) × (m, d) product
+  (:func:`joseph`);
 - F P Fᵀ only changes the rows and columns of q and qd (F = I + Δt·[[0, I, 0], [A], [0]]).
 
 A sample's predict is made when the next sample arrives (then it is known whether that one starts a new
@@ -213,28 +213,15 @@ def scaled_inverse(S, out):  # pragma: no cover - compiled
 @numba.njit(cache=True)
 def joseph(P, Kt, HP, S):  # pragma: no cover - compiled
     """P ← (I − KH) P (I − KH)ᵀ + K R Kᵀ for P (d, d), the gain K = Ktᵀ (d, m), H P (m, d) and S = H P Hᵀ + R (m, m):
-    P − K H P + (K S − P Hᵀ) Kᵀ (the second term is what the gain's rounding leaves: the form stays a covariance
-    however K is rounded), symmetrised: P − ½ (Ktᵀ V + Vᵀ Kt), V = 2 H P − S Kt, one (d, 2m) × (2m, d) product
-    [Ktᵀ, Vᵀ] [V; Kt] taken on P's lower triangle only, in two row blocks (three quarters of the product's work),
-    and mirrored."""
-    m, d = Kt.shape
-    U, Z = np.empty((d, 2 * m)), np.empty((d, 2 * m))
-    V = 2.0 * HP - S @ Kt
-    U[:, :m] = Kt.T
-    U[:, m:] = V.T
-    Z[:, :m] = V.T
-    Z[:, m:] = Kt.T
-    edges = (0, d // 2, d)
-    for bi in range(2):
-        i0, i1 = edges[bi], edges[bi + 1]
-        for bj in range(bi + 1):
-            j0, j1 = edges[bj], edges[bj + 1]
-            X = U[i0:i1] @ Z[j0:j1].T
-            for i in range(i0, i1):
-                for j in range(j0, min(j1, i + 1)):
-                    s = P[i, j] - 0.5 * X[i - i0, j - j0]
-                    P[i, j] = s
-                    P[j, i] = s
+    P − K H P − P Hᵀ Kᵀ + K S Kᵀ (for any K: the form stays a covariance however the gain is rounded) = P − ½ (X +
+    Xᵀ), X = Ktᵀ V, V = 2 H P − S Kt: one (d, m) × (m, d) product, symmetric by construction."""
+    d = P.shape[0]
+    X = Kt.T @ (2.0 * HP - S @ Kt)
+    for i in range(d):
+        for j in range(i + 1):
+            s = P[i, j] - 0.5 * (X[i, j] + X[j, i])
+            P[i, j] = s
+            P[j, i] = s
 
 
 @numba.njit(cache=True)
