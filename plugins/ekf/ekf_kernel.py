@@ -5,7 +5,7 @@ The same filter as :class:`~robotid_sim_plugins.ekf.stream.PythonEKF` on filterp
 (equal to rounding, ``tests/test_filters.py``), written for the structure of the model (d = 2n + b states, m
 measured rows) so that a step costs O(d²·(n + m)) in a few BLAS products instead of O(d³):
 
-- the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as P − K (H P) + (K S − P Hᵀ) Kᵀ, S = H P Hᵀ + R:
+- the update's Joseph form (I − KH) P (I − KH)ᵀ + K R Kᵀ as P − ½ (X + Xᵀ), X = K (2 H P − S Kᵀ), S = H P Hᵀ + R:
   H's rows are unit rows (q, qd) or, for the accelerations, [0, 0, Y(q, qd, qdd)] of the recorded sample (the
   torque form), so H P is rows of P and one (n, b) × (b, d) product, and the update one (d, m) × (m, d) product
   (:func:`joseph`);
