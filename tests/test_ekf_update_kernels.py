@@ -1,10 +1,12 @@
-"""The compiled EKF update's two pieces against their textbook forms: the inverse of the innovation covariance and
-the Joseph form (plugins/ekf/ekf_kernel.py)."""
+"""The compiled EKF updates against their textbook forms: the EKF's inverse of the innovation covariance and its
+Joseph form (plugins/ekf/ekf_kernel.py), the SR-EKF's sequential square-root update
+(plugins/ekf/square_root.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 from robotid_sim_plugins.ekf.ekf_kernel import joseph, scaled_inverse
+from robotid_sim_plugins.ekf.square_root import carlson_update
 
 
 def test_the_scaled_inverse_is_the_inverse_of_a_badly_scaled_covariance_and_refuses_an_indefinite_one():
@@ -41,3 +43,28 @@ def test_joseph_is_the_textbook_form_and_stays_a_covariance_for_a_rounded_gain()
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12 * np.abs(expected).max())
         assert np.array_equal(got, got.T)
         assert np.linalg.eigvalsh(got)[0] > 0
+
+
+def test_carlson_update_is_the_kalman_update_and_keeps_a_triangular_factor_where_the_subtraction_fails():
+    rng = np.random.default_rng(5)
+    d, m = 30, 7
+    S = np.linalg.cholesky(np.cov(rng.normal(size=(d, 3 * d))))
+    x, H, z = rng.normal(size=d), rng.normal(size=(m, d)), rng.normal(size=m)
+    P = S @ S.T
+    K = np.linalg.solve(H @ P @ H.T + np.eye(m), H @ P).T
+    S_new, x_new = np.asfortranarray(S), x.copy()
+    carlson_update(S_new, x_new, np.hstack([H, z[:, None]]))
+    np.testing.assert_allclose(x_new, x + K @ (z - H @ x), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(S_new @ S_new.T, P - K @ H @ P, rtol=1e-9, atol=1e-12 * np.abs(P).max())
+    assert np.array_equal(S_new, np.tril(S_new)) and np.all(np.diag(S_new) > 0)
+    # measurements 1e10 more precise than the prior on every state: P − K H P cancels to rounding (its smallest
+    # eigenvalue negative), the factor stays triangular with a positive diagonal and the right size
+    H = 1e10 * np.eye(d)
+    P = S @ S.T
+    K = np.linalg.solve(H @ P @ H.T + np.eye(d), H @ P).T
+    subtracted = P - K @ H @ P
+    assert np.linalg.eigvalsh((subtracted + subtracted.T) / 2)[0] < 0  # the plain form: no longer a covariance
+    S_new = np.asfortranarray(S)
+    carlson_update(S_new, x.copy(), np.hstack([H, np.zeros((d, 1))]))
+    assert np.all(np.isfinite(S_new)) and np.all(np.diag(S_new) > 0)
+    np.testing.assert_allclose(np.diag(S_new @ S_new.T), np.full(d, 1e-20), rtol=1e-6)

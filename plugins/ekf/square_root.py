@@ -41,7 +41,6 @@ from robotid_sim_plugins.ekf.stream import (
     posterior_linearization,
     torque_form,
 )
-from scipy.linalg import solve_triangular
 from scipy.linalg.blas import dtrmm, dtrsm
 from scipy.linalg.lapack import dgeqrf, dtpqrt
 
@@ -116,6 +115,38 @@ def noisy_factor(compound: np.ndarray, Q: np.ndarray, n2: int) -> np.ndarray:
         raise np.linalg.LinAlgError("QR")
     R[n2:, n2:] = block
     return lower_factor(R)
+
+
+@numba.njit(cache=True)
+def carlson_update(S, x, Hz):  # pragma: no cover - compiled
+    """The measurement update, in place, of the lower-triangular factor S (d, d, Fortran-ordered; P = S Sᵀ) and the
+    mean x (d,) by m scalar measurements z = H x + unit-variance independent noise, one at a time, Hz (m, d + 1)
+    = [H, z] (N. A. Carlson, "Fast triangular formulation of the square root filter", AIAA J. 11(9), 1973). Each
+    step's factor is triangular again, built from ratios of the sums of squares α = 1 + Σ fⱼ² (f = Sᵀ h), which
+    never fall below 1: the covariance stays S Sᵀ, positive semi-definite whatever the rounding, and the diagonal
+    keeps its sign. O(d²) a measurement."""
+    d = x.shape[0]
+    St = S.T  # row-major: S's columns as contiguous rows
+    w = np.empty(d)
+    for j in range(Hz.shape[0]):
+        h = np.ascontiguousarray(Hz[j, :d])
+        f = np.dot(St, h)
+        w[:] = 0.0
+        alpha = 1.0
+        for c in range(d - 1, -1, -1):  # the columns of S, last first (an upper factor's in the reverse order)
+            sigma = f[c]
+            beta = alpha
+            alpha = beta + sigma * sigma
+            gamma = math.sqrt(alpha * beta)
+            eta, zeta = beta / gamma, sigma / gamma
+            column, partial = St[c, c:], w[c:]  # slices: indices from 0, which the compiler vectorises
+            for i in range(column.shape[0]):
+                tau = column[i]
+                column[i] = eta * tau - zeta * partial[i]
+                partial[i] += tau * sigma
+        gain = (Hz[j, d] - np.dot(h, x)) / alpha  # w = P hᵀ, α = h P hᵀ + 1
+        for i in range(d):
+            x[i] += gain * w[i]
 
 
 class _CholeskyState(StreamFilter):
@@ -288,21 +319,19 @@ class SquareRootEKF(_CholeskyState):
         self.S = lower_factor(R)
 
     def correct(self, z, tau, t):
-        process, d = self.process, self.process.dim_x
+        process = self.process
         if self._lin is None:  # a restart: M at the prior
             M = mass_matrix(process, self._x, tau)[0]
             self._mass = M if positive_definite(M) else None
         H, z, R = torque_form(process, self.schedule, self.sample, z, tau, self._mass, t)
-        m = R.shape[0]
-        pre = np.zeros((m + d, m + d))
-        pre[:m, :m] = np.linalg.cholesky(R)
-        pre[:m, m:] = H[:, self.order] @ self.S
-        pre[m:, m:] = self.S
-        post = qr_factor(pre.T)  # [[S_z, 0], [K̄, S⁺]], K = K̄ S_z⁻¹ (its rows in the factor's order)
-        Sz, Kbar = post[:m, :m], post[m:, :m]
-        K = solve_triangular(Sz, Kbar.T, lower=True, trans="T").T[self._unorder]
-        self._x = self._x + K @ (z - H @ self._x)
-        self.S = post[m:, m:].copy()
+        # the measurement whitened (R = L Lᵀ: L⁻¹ z = L⁻¹ H x + unit noise), then its m rows one at a time
+        d = process.dim_x
+        Hz = np.empty((z.size, d + 1), order="F")
+        Hz[:, :d], Hz[:, d] = H[:, self.order], z
+        white = np.ascontiguousarray(dtrsm(1.0, np.linalg.cholesky(R), Hz, lower=1))  # L⁻¹ [H, z]
+        S, x = np.asfortranarray(self.S), self._x[self.order]  # the kernel's layout; x in the factor's order
+        carlson_update(S, x, white)
+        self.S, self._x = S, x[self._unorder]
         self._lin, M, tau_noise, physical = self.linearize(tau)
         self._mass = M if physical else None
         self.non_physical_samples += not physical
