@@ -1,5 +1,5 @@
-"""The compiled EKF updates against their textbook forms: the EKF's inverse of the innovation covariance and its
-Joseph form (plugins/ekf/ekf_kernel.py), the SR-EKF's sequential square-root update
+"""The compiled filter updates against their textbook forms: the EKF's inverse of the innovation covariance and
+its Joseph form (plugins/ekf/ekf_kernel.py), the square-root forms' sequential square-root update
 (plugins/ekf/square_root.py)."""
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def test_carlson_update_is_the_kalman_update_and_keeps_a_triangular_factor_where
     x, H, z = rng.normal(size=d), rng.normal(size=(m, d)), rng.normal(size=m)
     P = S @ S.T
     K = np.linalg.solve(H @ P @ H.T + np.eye(m), H @ P).T
-    S_new, x_new = np.asfortranarray(S), x.copy()
-    carlson_update(S_new, x_new, np.hstack([H, z[:, None]]))
-    np.testing.assert_allclose(x_new, x + K @ (z - H @ x), rtol=1e-10, atol=1e-12)
+    S_new, dx = np.asfortranarray(S), np.empty(d)
+    carlson_update(S_new, np.ascontiguousarray(S.T @ H.T), z - H @ x, dx)  # the rows seen through S, residuals
+    np.testing.assert_allclose(x + dx, x + K @ (z - H @ x), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(S_new @ S_new.T, P - K @ H @ P, rtol=1e-9, atol=1e-12 * np.abs(P).max())
     assert np.array_equal(S_new, np.tril(S_new)) and np.all(np.diag(S_new) > 0)
     # measurements 1e10 more precise than the prior on every state: P − K H P cancels to rounding (its smallest
@@ -65,6 +65,6 @@ def test_carlson_update_is_the_kalman_update_and_keeps_a_triangular_factor_where
     subtracted = P - K @ H @ P
     assert np.linalg.eigvalsh((subtracted + subtracted.T) / 2)[0] < 0  # the plain form: no longer a covariance
     S_new = np.asfortranarray(S)
-    carlson_update(S_new, x.copy(), np.hstack([H, np.zeros((d, 1))]))
+    carlson_update(S_new, np.ascontiguousarray(S.T @ H.T), np.zeros(d), np.empty(d))
     assert np.all(np.isfinite(S_new)) and np.all(np.diag(S_new) > 0)
     np.testing.assert_allclose(np.diag(S_new @ S_new.T), np.full(d, 1e-20), rtol=1e-6)

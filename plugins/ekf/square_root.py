@@ -1,9 +1,10 @@
 """Square-root forms of the filters: the covariance kept as its lower Cholesky factor S (P = S Sᵀ).
 
-S is never re-factorised from a covariance: each step builds the new factor from the old one, by a QR
-decomposition of the stacked square roots (a compound matrix whose Gram matrix is the new covariance) or, for the
-SR-EKF's update, Carlson's triangular square-root update, so P stays symmetric and positive semi-definite by
-construction where the plain form's P − K S Kᵀ can lose it to rounding (van der Merwe and Wan 2001).
+S is never re-factorised from a covariance: each predict builds the new factor from the old one by a QR
+decomposition of the stacked square roots (a compound matrix whose Gram matrix is the new covariance), each update
+by Carlson's triangular square-root update (:func:`carlson_update`), so P stays symmetric and positive
+semi-definite by construction where the plain form's P − K S Kᵀ can lose it to rounding (van der Merwe and Wan
+2001).
 
 - SR-UKF, SR-CDKF: the points and transform of the plain forms (:mod:`~robotid_sim_plugins.ekf.sigma`, drawn from S
   directly, again from S⁻ for the update). Predict: S⁻ = qr([S + Δt·Fᵀ on the rows of q and qd, the second-order
@@ -11,10 +12,12 @@ construction where the plain form's P − K S Kᵀ can lose it to rounding (van 
   rows that only have [q, qd] columns first reduced to one (2n, 2n) triangle; Q block-diagonal between the states
   and λ, as the schedule's, so that its λ block's root enters by a QR of the others' triangle's λ block only). The
   centre term is one more row, √c·v, its weight c = β − α² ≥ 0: the transform is taken about the centre point
-  (:mod:`~robotid_sim_plugins.ekf.sigma`), so no downdate by the usual negative Wc₀. Update: S_z from the
-  measurements' roots, √R and the centre row likewise, the gain K = P_xz (S_z S_zᵀ)⁻¹, and
-  S⁺ = qr([S⁻ − K Fᵀ, K R_z, √c·K v]) (R_z the root of the second-order part and R): P − K P_zz Kᵀ written as a sum
-  of squares (Joseph's form, BIRDy's and ReBEL's SR-CDKF), not a downdate.
+  (:mod:`~robotid_sim_plugins.ekf.sigma`), so no downdate by the usual negative Wc₀. Update: P_xz = S⁻ F (F the
+  measurements' first-order root over the points of S⁻) and P_zz = Fᵀ F + R_z (R_z = R + the second-order root's
+  and the centre term's Gram), which is the linear update of rows h with S⁻ S⁻ᵀ hᵀ = S⁻ F and noise R_z: whitened
+  by R_z's Cholesky factor L, those rows seen through S⁻ are F L⁻ᵀ, and Carlson's update takes them with the
+  residuals L⁻¹ (z − z_p) (no S⁻¹ needed). The same P − K P_zz Kᵀ as the Joseph form's sum of squares (BIRDy's and
+  ReBEL's SR-CDKF, a QR of d + m + 1 rows, which this replaced: 0.3 ms of a step on hyper9), not a downdate.
 - SR-EKF (it draws no points: its factor lower-triangular in the order [λ, q, qd], :class:`SquareRootEKF`):
   predict S⁻ = qr([F S, √Q]) as the QR of a (2n, 2n) corner and the parameters' noise by the triangular-pentagonal
   QR; update by Carlson's: the measurement whitened by R's Cholesky factor, then its rows one at a time
@@ -23,8 +26,8 @@ construction where the plain form's P − K S Kᵀ can lose it to rounding (van 
   (O((m + d)³): 0.6 of the 1.8 ms a step took on hyper9).
 
 On well-conditioned data the square-root forms give the plain forms' numbers to rounding; where the plain form's
-P − K P_zz Kᵀ loses positive definiteness to rounding (a near-singular P), the factor stays valid: every step is a
-QR (a sum of squares) or Carlson's update, never a subtraction of covariances.
+P − K P_zz Kᵀ loses positive definiteness to rounding (a near-singular P), the factor stays valid: every predict is
+a QR (a sum of squares), every update Carlson's, never a subtraction of covariances.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from robotid_sim_plugins.ekf.stream import (
     posterior_linearization,
     torque_form,
 )
-from scipy.linalg.blas import dtrmm, dtrsm
+from scipy.linalg.blas import dtrsm
 from scipy.linalg.lapack import dgeqrf, dtpqrt
 
 
@@ -120,23 +123,32 @@ def noisy_factor(compound: np.ndarray, Q: np.ndarray, n2: int) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def carlson_update(S, x, Hz):  # pragma: no cover - compiled
-    """The measurement update, in place, of the lower-triangular factor S (d, d, Fortran-ordered; P = S Sᵀ) and the
-    mean x (d,) by m scalar measurements z = H x + unit-variance independent noise, one at a time, Hz (m, d + 1)
-    = [H, z] (N. A. Carlson, "Fast triangular formulation of the square root filter", AIAA J. 11(9), 1973). Each
-    step's factor is triangular again, built from ratios of the sums of squares α = 1 + Σ fⱼ² (f = Sᵀ h), which
-    never fall below 1: the covariance stays S Sᵀ, positive semi-definite whatever the rounding, and the diagonal
-    keeps its sign. O(d²) a measurement."""
-    d = x.shape[0]
+def carlson_update(S, F, residual, dx):  # pragma: no cover - compiled
+    """The measurement update, in place, of the lower-triangular factor S (d, d, Fortran-ordered; P = S Sᵀ) by m
+    scalar measurements of unit-variance independent noise taken one at a time (N. A. Carlson, "Fast triangular
+    formulation of the square root filter", AIAA J. 11(9), 1973), given as F (d, m) = Sᵀ Hᵀ (their rows h seen
+    through S) and their residuals (m,) z − H x̄ at the prior mean; fills dx (d,) with the mean's correction. F and
+    ``residual`` are overwritten.
+
+    Each step's factor is triangular again, S⁺ = S U with U triangular from ratios of the sums of squares
+    α = 1 + Σ fᵢ² (f = Sᵀ hᵀ), which never fall below 1: the covariance stays S Sᵀ, positive semi-definite
+    whatever the rounding, and the diagonal keeps its sign. The rows still to come are carried through the same
+    U (F ← Uᵀ F) and their residuals through the step's correction (h' P hᵀ = f'ᵀ f), so H itself, or S⁻¹ where
+    only S F is known (the sigma-point filters' P_xz), is never needed. O(d²) a measurement."""
+    d, m = F.shape
     St = S.T  # row-major: S's columns as contiguous rows
-    w = np.empty(d)
-    for j in range(Hz.shape[0]):
-        h = np.ascontiguousarray(Hz[j, :d])
-        f = np.dot(St, h)
+    w, carried, dots = np.empty(d), np.empty(m), np.empty(m)
+    dx[:] = 0.0
+    for j in range(m):
+        dots[:] = 0.0  # h' P hᵀ = f'ᵀ f for the rows still to come
+        for c in range(d):
+            for k in range(j + 1, m):
+                dots[k] += F[c, k] * F[c, j]
         w[:] = 0.0
+        carried[:] = 0.0
         alpha = 1.0
         for c in range(d - 1, -1, -1):  # the columns of S, last first (an upper factor's in the reverse order)
-            sigma = f[c]
+            sigma = F[c, j]
             beta = alpha
             alpha = beta + sigma * sigma
             gamma = math.sqrt(alpha * beta)
@@ -146,9 +158,16 @@ def carlson_update(S, x, Hz):  # pragma: no cover - compiled
                 tau = column[i]
                 column[i] = eta * tau - zeta * partial[i]
                 partial[i] += tau * sigma
-        gain = (Hz[j, d] - np.dot(h, x)) / alpha  # w = P hᵀ, α = h P hᵀ + 1
+            row = F[c]
+            for k in range(j + 1, m):
+                f = row[k]
+                row[k] = eta * f - zeta * carried[k]
+                carried[k] += sigma * f
+        gain = residual[j] / alpha  # w = P hᵀ, α = h P hᵀ + 1
         for i in range(d):
-            x[i] += gain * w[i]
+            dx[i] += gain * w[i]
+        for k in range(j + 1, m):
+            residual[k] -= gain * dots[k]
 
 
 class _CholeskyState(StreamFilter):
@@ -234,20 +253,15 @@ class SquareRootSigmaFilter(_CholeskyState):
     def correct(self, z, tau, t):
         d = self.process.dim_x
         zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(self.S, tau, t)
-        root = math.sqrt(self.rule.centre)
-        Rz = qr_factor(np.vstack([second, cholesky(R).T]))  # (m, m): Rz Rzᵀ = secondᵀ second + R
-        Sz = qr_factor(np.vstack([first, Rz.T, root * centre]))
-        # Pxzᵀ = Fᵀ Sᵀ and Kᵀ = Pzz⁻¹ Pxzᵀ = Sz⁻ᵀ Sz⁻¹ Pxzᵀ, two triangular solves (the row-major S and F read as
-        # their Fortran-ordered transposes, without copies)
-        Pxz_t = dtrmm(1.0, self.S.T, first.T, side=1)
-        K = dtrsm(1.0, Sz, dtrsm(1.0, Sz, Pxz_t, lower=1), lower=1, trans_a=1).T
-        self._x = self._x + K @ (z - zp)
-        # P − K Pzz Kᵀ as (S − K Fᵀ)(…)ᵀ + K (Rz Rzᵀ + c·v vᵀ) Kᵀ: a sum of squares (Joseph's form)
-        compound = np.empty((d + Rz.shape[0] + 1, d), order="F")
-        np.subtract(self.S, K @ first.T, out=compound[:d].T)  # (S − K Fᵀ)ᵀ, the three row-major
-        compound[d:-1] = (K @ Rz).T
-        compound[-1] = K @ (root * centre)
-        self.S = qr_factor(compound)
+        # P_xz = S F (F the measurements' first-order root over the points of S) and P_zz = Fᵀ F + R_z, R_z = R +
+        # the second-order root's and the centre term's Gram: the linear update of rows h with S Sᵀ hᵀ = S F and
+        # noise R_z. Whitened by R_z = L Lᵀ, its rows seen through S are F L⁻ᵀ and their residuals L⁻¹ (z − z_p):
+        # Carlson's update takes those (no S⁻¹), P − K P_zz Kᵀ as a triangular update, never a difference
+        Rz = R + second.T @ second + self.rule.centre * np.outer(centre, centre)
+        white = dtrsm(1.0, cholesky(Rz), np.hstack([first.T, (z - zp)[:, None]]), lower=1)  # L⁻¹ [Fᵀ, z − z_p]
+        S, dx = np.asfortranarray(self.S), np.empty(d)  # the kernel's layout
+        carlson_update(S, np.ascontiguousarray(white[:, :d].T), np.ascontiguousarray(white[:, d]), dx)
+        self.S, self._x = S, self._x + dx
         return qdd_mean, tau_noise
 
 
@@ -329,11 +343,12 @@ class SquareRootEKF(_CholeskyState):
         # the measurement whitened (R = L Lᵀ: L⁻¹ z = L⁻¹ H x + unit noise), then its m rows one at a time
         d = process.dim_x
         Hz = np.empty((z.size, d + 1), order="F")
-        Hz[:, :d], Hz[:, d] = H[:, self.order], z
-        white = np.ascontiguousarray(dtrsm(1.0, np.linalg.cholesky(R), Hz, lower=1))  # L⁻¹ [H, z]
-        S, x = np.asfortranarray(self.S), self._x[self.order]  # the kernel's layout; x in the factor's order
-        carlson_update(S, x, white)
-        self.S, self._x = S, x[self._unorder]
+        Hz[:, :d], Hz[:, d] = H[:, self.order], z - H @ self._x
+        white = dtrsm(1.0, np.linalg.cholesky(R), Hz, lower=1)  # L⁻¹ [H, z − H x]
+        S = np.asfortranarray(self.S)  # the kernel's layout
+        F, dx = np.ascontiguousarray(S.T @ white[:, :d].T), np.empty(d)  # F = Sᵀ Hᵀ in the factor's order
+        carlson_update(S, F, np.ascontiguousarray(white[:, d]), dx)
+        self.S, self._x = S, self._x + dx[self._unorder]
         self._lin, M, tau_noise, physical = self.linearize(tau)
         self._mass = M if physical else None
         self.non_physical_samples += not physical
