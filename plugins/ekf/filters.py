@@ -124,8 +124,8 @@ class SRCDKFEstimator(CDKFEstimator):
 
 class SREKFEstimator(_StreamEstimator):
     """Square-root EKF: the ``ekf`` (its linearisation, compiled for a chain) with the covariance kept as its
-    Cholesky factor: predict by the QR of [F S, √Q], update by the array algorithm (the QR of
-    [[√R, H S], [0, S]]) (:mod:`~robotid_sim_plugins.ekf.square_root`). Diagnostics as ``ekf``'s."""
+    Cholesky factor: predict by the QR of [F S, √Q], update by Carlson's triangular square-root update of the
+    whitened measurement rows (:mod:`~robotid_sim_plugins.ekf.square_root`). Diagnostics as ``ekf``'s."""
 
     name = "sr_ekf"
     biased = True  # the Euler step, as the EKF's (see ekf)
