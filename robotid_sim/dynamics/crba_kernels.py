@@ -460,15 +460,19 @@ def _forward_into(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, 
 
 @njit(cache=True)
 def _forward_one(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
+    """:func:`_forward_into` with its own work arrays (a thread's sample in :func:`forward_parallel`)."""
     return _forward_into(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd, _forward_work(kind.shape[0]))
 
 
 @njit(cache=True)
 def forward_serial(kind, parent, axis, R0, p0, inert, g, rotor, q, qd, rhs, qdd):
-    """qdd (N, n) solving M qdd = rhs - h; returns the first sample with a singular M, or -1."""
+    """qdd (N, n) solving M qdd = rhs - h; returns the first sample with a singular M, or -1. One set of work
+    arrays for all samples (as :func:`forward_per_copy`)."""
+    work = _forward_work(kind.shape[0])
     bad = -1
     for s in range(q.shape[0]):
-        if not _forward_one(kind, parent, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s]) and bad < 0:
+        ok = _forward_into(kind, parent, axis, R0, p0, inert, g, rotor, q[s], qd[s], rhs[s], qdd[s], work)
+        if not ok and bad < 0:
             bad = s
     return bad
 
