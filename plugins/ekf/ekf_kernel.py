@@ -181,18 +181,10 @@ def scaled_inverse(S, out):  # pragma: no cover - compiled
         if not S[i, i] > 0.0:
             return False
         scale[i] = 1.0 / math.sqrt(S[i, i])
-    L = np.zeros((m, m))
-    for i in range(m):  # Cholesky by rows
-        for j in range(i + 1):
-            s = S[i, j] * scale[i] * scale[j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            if i > j:
-                L[i, j] = s / L[j, j]
-            elif s > 0.0:
-                L[i, i] = math.sqrt(s)
-            else:
-                return False
+    try:
+        L = np.linalg.cholesky(S * scale[:, None] * scale[None, :])
+    except Exception:  # noqa: BLE001 - numba catches no narrower class: S is not positive definite
+        return False
     X = np.zeros((m, m))  # L⁻¹ by rows: forward substitution on the identity
     for i in range(m):
         X[i, i] = 1.0
