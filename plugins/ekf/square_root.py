@@ -170,6 +170,17 @@ def carlson_update(S, F, residual, dx):  # pragma: no cover - compiled
             residual[k] -= gain * dots[k]
 
 
+def whitened_update(S: np.ndarray, G: np.ndarray, residual: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S⁺, the mean's correction (d,)) of the measurement update of the lower factor S (d, d) by the rows
+    G = H S (m, d) (the measurement's rows seen through S), the residuals z − z_p (m,) and the lower Cholesky factor
+    L (m, m) of their noise: the rows and residuals whitened by L, then :func:`carlson_update`."""
+    d = S.shape[0]
+    white = dtrsm(1.0, L, np.hstack([G, residual[:, None]]), lower=1)  # L⁻¹ [G, z − z_p]
+    S, dx = np.asfortranarray(S), np.empty(d)  # the kernel's layout
+    carlson_update(S, np.ascontiguousarray(white[:, :d].T), np.ascontiguousarray(white[:, d]), dx)
+    return S, dx
+
+
 class _CholeskyState(StreamFilter):
     """The state of a square-root filter: the mean x and the lower Cholesky factor S of P = S Sᵀ, which is kept
     (only a restart factors a given P)."""
@@ -251,17 +262,14 @@ class SquareRootSigmaFilter(_CholeskyState):
         self._x[:n2] += dt * g
 
     def correct(self, z, tau, t):
-        d = self.process.dim_x
         zp, first, second, centre, qdd_mean, R, tau_noise = self.measure(self.S, tau, t)
         # P_xz = S F (F the measurements' first-order root over the points of S) and P_zz = Fᵀ F + R_z, R_z = R +
         # the second-order root's and the centre term's Gram: the linear update of rows h with S Sᵀ hᵀ = S F and
         # noise R_z. Whitened by R_z = L Lᵀ, its rows seen through S are F L⁻ᵀ and their residuals L⁻¹ (z − z_p):
         # Carlson's update takes those (no S⁻¹), P − K P_zz Kᵀ as a triangular update, never a difference
         Rz = R + second.T @ second + self.rule.centre * np.outer(centre, centre)
-        white = dtrsm(1.0, cholesky(Rz), np.hstack([first.T, (z - zp)[:, None]]), lower=1)  # L⁻¹ [Fᵀ, z − z_p]
-        S, dx = np.asfortranarray(self.S), np.empty(d)  # the kernel's layout
-        carlson_update(S, np.ascontiguousarray(white[:, :d].T), np.ascontiguousarray(white[:, d]), dx)
-        self.S, self._x = S, self._x + dx
+        self.S, dx = whitened_update(self.S, first.T, z - zp, cholesky(Rz))
+        self._x = self._x + dx
         return qdd_mean, tau_noise
 
 
@@ -340,15 +348,9 @@ class SquareRootEKF(_CholeskyState):
             M = mass_matrix(process, self._x, tau)[0]
             self._mass = M if positive_definite(M) else None
         H, z, R = torque_form(process, self.schedule, self.sample, z, tau, self._mass, t)
-        # the measurement whitened (R = L Lᵀ: L⁻¹ z = L⁻¹ H x + unit noise), then its m rows one at a time
-        d = process.dim_x
-        Hz = np.empty((z.size, d + 1), order="F")
-        Hz[:, :d], Hz[:, d] = H[:, self.order], z - H @ self._x
-        white = dtrsm(1.0, np.linalg.cholesky(R), Hz, lower=1)  # L⁻¹ [H, z − H x]
-        S = np.asfortranarray(self.S)  # the kernel's layout
-        F, dx = np.ascontiguousarray(S.T @ white[:, :d].T), np.empty(d)  # F = Sᵀ Hᵀ in the factor's order
-        carlson_update(S, F, np.ascontiguousarray(white[:, d]), dx)
-        self.S, self._x = S, self._x + dx[self._unorder]
+        # H's columns in the factor's order; the correction back in the states'
+        self.S, dx = whitened_update(self.S, H[:, self.order] @ self.S, z - H @ self._x, np.linalg.cholesky(R))
+        self._x = self._x + dx[self._unorder]
         self._lin, M, tau_noise, physical = self.linearize(tau)
         self._mass = M if physical else None
         self.non_physical_samples += not physical
