@@ -289,7 +289,7 @@ def sigma_dynamics(chain, x, L, gamma, tau, states, qdd, Minv):  # pragma: no co
     them, in one call: fills ``states`` (2d + 1, 2n) the points' [q, qd], ``qdd`` (2d + 1, n) their forward
     dynamics and ``Minv`` (n, n) M⁻¹ at x. The 4n points that move q or qd by :func:`forward_batch`; the others
     from the basis of x's q, qd (:func:`~robotid_sim_plugins.ekf.sigma_kernel.packed_basis`), each column's
-    change γ·Σⱼ L[2n + j, 2n + k]·basisⱼ (L's λ block is lower-triangular) and
+    change γ·Σⱼ L[2n + j, 2n + k]·basisⱼ (L's λ block is lower-triangular, its upper triangle zero) and
     :func:`~robotid_sim_plugins.ekf.sigma_kernel.lambda_points`. False where M(q, λ) is singular at a point."""
     d, n = x.shape[0], tau.shape[0]
     n2 = 2 * n
@@ -316,11 +316,8 @@ def sigma_dynamics(chain, x, L, gamma, tau, states, qdd, Minv):  # pragma: no co
     T = n * (n + 3) // 2
     basis, mean = np.empty((T, b)), np.empty(T)
     packed_basis(Y, x[n2:], basis, mean)
-    rows = np.ascontiguousarray(basis.T)
-    change = np.zeros((b, T))
-    for k in range(b):
-        for j in range(k, b):
-            c = gamma * L[n2 + j, n2 + k]
-            for t in range(T):
-                change[k, t] += c * rows[j, t]
+    # (b, T): γ·(L's λ block)ᵀ @ basisᵀ, one BLAS product (the block's zeros above the diagonal included: twice
+    # the triangular product's flops, at several times its speed in a compiled loop)
+    change = np.dot(np.ascontiguousarray(L[n2:, n2:].T), np.ascontiguousarray(basis.T))
+    change *= gamma
     return lambda_points(mean, change.T, tau, qdd[0], qdd[n2 + 1 : d + 1], qdd[d + n2 + 1 :], Minv)
