@@ -21,6 +21,33 @@ SEED004_MEASUREMENT_VARIANCE = 10.0
 
 
 @dataclass(frozen=True)
+class ProcessNoise:
+    """The process noise Q (d, d) of one Euler step by its blocks: every filter's Q is block-diagonal between the
+    states [q, qd] and the parameters λ, its λ block diagonal (:meth:`NoiseSchedule.process_noise`), so the
+    filters take the blocks (the sigma-point and square-root forms never form the (d, d) matrix).
+
+    Attributes:
+        states: (2n, 2n) the block of q and qd.
+        parameters: (b,) the λ block's diagonal.
+    """
+
+    states: np.ndarray
+    parameters: np.ndarray
+
+    def dense(self) -> np.ndarray:
+        """(d, d) Q."""
+        n2 = self.states.shape[0]
+        Q = np.zeros((n2 + self.parameters.shape[0],) * 2)
+        Q[:n2, :n2] = self.states
+        np.fill_diagonal(Q[n2:, n2:], self.parameters)
+        return Q
+
+    def without_parameters(self) -> ProcessNoise:
+        """The same with no parameter noise."""
+        return ProcessNoise(self.states, np.zeros_like(self.parameters))
+
+
+@dataclass(frozen=True)
 class NoiseSchedule:
     """Prior, measurement and process noise of the filter, with tempering and annealing.
 
@@ -138,31 +165,30 @@ class NoiseSchedule:
 
     def process_noise(
         self, qdd: np.ndarray, previous_qdd: np.ndarray | None, torque_noise: np.ndarray, t: float, dt: float
-    ) -> np.ndarray:
-        """(d, d) Q(t) of the Euler step from a sample with acceleration qdd (n,) (Eq. 24).
+    ) -> ProcessNoise:
+        """Q(t) of the Euler step from a sample with acceleration qdd (n,) (Eq. 24), by its blocks
+        (:class:`ProcessNoise`: the states' (2n, 2n) and the parameters' diagonal; zero between them).
 
         States: I (seed 004), or the Euler step's error on q, (½Δt²·qdd)², on qd, Δt²·R_τ plus (½Δt·Δqdd)²
         (½Δt²·jerk, from the previous sample's ``previous_qdd``; none at a recording's first sample), each with
         1e-6·σ² so Q stays positive. Parameters: q_λ·e^(−t/T_a) I (annealed), or q_λ I without annealing.
         """
         n = self.n
-        dim = self.initial_covariance.shape[0]
-        sigma = self.measurement_std
-        diagonal = np.empty(dim)  # Q's diagonal, set at once (a (d, d) matrix built block by block costs more)
+        states = np.zeros((2 * n, 2 * n))
+        diagonal = np.empty(2 * n)
         if self.unit_state_noise:  # Eq. 44: Q = I on the states
-            Q = np.zeros((dim, dim))
-            diagonal[: 2 * n] = 1.0
+            diagonal[:] = 1.0
         else:
-            Q = np.zeros((dim, dim))
-            Q[n : 2 * n, n : 2 * n] = dt**2 * torque_noise
+            sigma = self.measurement_std
+            states[n:, n:] = dt**2 * torque_noise
             diagonal[:n] = (0.5 * dt**2 * qdd) ** 2 + 1e-6 * sigma["q"] ** 2
-            diagonal[n : 2 * n] = Q.diagonal()[n : 2 * n] + 1e-6 * sigma["qd"] ** 2
+            diagonal[n:] = states.diagonal()[n:] + 1e-6 * sigma["qd"] ** 2
             if previous_qdd is not None:  # the Euler step's own error, ½Δt²·jerk
-                diagonal[n : 2 * n] += (0.5 * dt * (qdd - previous_qdd)) ** 2
+                diagonal[n:] += (0.5 * dt * (qdd - previous_qdd)) ** 2
+        np.fill_diagonal(states, diagonal)
         decay = 1.0 if self.annealing_s is None else math.exp(-t / self.annealing_s)
-        diagonal[2 * n :] = self.parameter_noise * decay
-        np.fill_diagonal(Q, diagonal)
-        return Q
+        b = self.initial_covariance.shape[0] - 2 * n
+        return ProcessNoise(states, np.full(b, self.parameter_noise * decay))
 
     def kernel_noise(self, rows: np.ndarray, dt: float, lam0: np.ndarray) -> tuple:
         """The schedule as the compiled step's ``noise`` tuple (:mod:`~robotid_sim_plugins.ekf.ekf_kernel`) for

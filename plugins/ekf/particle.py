@@ -81,11 +81,11 @@ class ParticleFilter(StreamFilter):
         self.state_covariance = P[:n2, :n2]
 
     def predict(self, tau, qdd, Q):
-        n, n2 = self.process.n, 2 * self.process.n
+        n = self.process.n
         self.states[:, :n] += self.process.dt * self.states[:, n:]
         self.states[:, n:] += self.process.dt * qdd  # the recorded acceleration: the same for every particle
-        self.covariances += Q[n2:, n2:]
-        self.state_covariance = Q[:n2, :n2]  # the states' noise: drawn by the correction
+        self.covariances += np.diag(Q.parameters)
+        self.state_covariance = Q.states  # the states' noise: drawn by the correction
 
     def draw_states(self, z: np.ndarray, t: float) -> np.ndarray:
         """Draw the particles' states from their optimal proposal given the measured q and qd and return those

@@ -159,9 +159,8 @@ class SigmaPointFilter(StreamFilter):
         L = cholesky(self._P)  # LinAlgError: P lost positive definiteness, the filter diverged
         states, qdd_points, _ = self.process.sigma_dynamics(self._x, L, rule.gamma, tau)
         self._x = self._x.copy()
-        sigma_predict(
-            self._x, self._P, L, states, qdd_points, rule.Wm, rule.gamma, rule.second, rule.centre, self.process.dt, Q
-        )
+        args = (rule.Wm, rule.gamma, rule.second, rule.centre, self.process.dt, Q.states, Q.parameters)
+        sigma_predict(self._x, self._P, L, states, qdd_points, *args)
 
     def correct(self, z, tau, t):
         rule = self.rule

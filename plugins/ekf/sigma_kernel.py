@@ -269,12 +269,13 @@ def sigma_moments(V, Wm, gamma, weight, centre_weight, mean, first, covariance):
 
 
 @numba.njit(cache=True)
-def sigma_predict(x, P, L, states, qdd, Wm, gamma, weight, centre_weight, dt, Q):  # pragma: no cover - compiled
+def sigma_predict(x, P, L, states, qdd, Wm, gamma, weight, centre_weight, dt, Q, q_lambda):  # pragma: no cover
     """The plain UKF's or CDKF's predict (``SigmaPointFilter.predict``), in place: the Euler step of the points
     of x (d,) and L (d, d) (P's lower Cholesky factor) with their [q, qd] ``states`` (2d + 1, 2n) and forward
     dynamics ``qdd`` (2d + 1, n) (``EulerProcessModel.sigma_dynamics``), its transform (:func:`sigma_moments` of
-    g = [qd, qdd]) and the process noise Q (d, d, symmetric). Only P's lower triangle is read and written: P + Q
-    + Δt·(L F on the columns of q and qd, and its transpose on their rows) + Δt²·the transform's covariance."""
+    g = [qd, qdd]) and the process noise by its blocks (``noise.ProcessNoise``): Q (2n, 2n, symmetric) of q and
+    qd, q_lambda (b,) the diagonal of λ's. Only P's lower triangle is read and written: P + the noise + Δt·(L F on
+    the columns of q and qd, and its transpose on their rows) + Δt²·the transform's covariance."""
     d, n = x.shape[0], qdd.shape[1]
     n2 = 2 * n
     V = np.empty((2 * d + 1, n2))
@@ -283,9 +284,11 @@ def sigma_predict(x, P, L, states, qdd, Wm, gamma, weight, centre_weight, dt, Q)
     g, first, covariance = np.empty(n2), np.empty((d, n2)), np.empty((n2, n2))
     sigma_moments(V, Wm, gamma, weight, centre_weight, g, first, covariance)
     cross = np.dot(L, first)  # (d, 2n): the first-order change of the columns of q and qd, over Δt
-    for j in range(d):
-        for i in range(j, d):
+    for j in range(n2):
+        for i in range(j, n2):
             P[i, j] += Q[j, i]
+    for k in range(q_lambda.shape[0]):
+        P[n2 + k, n2 + k] += q_lambda[k]
     for j in range(n2):
         for i in range(j, d):
             P[i, j] += dt * cross[i, j]

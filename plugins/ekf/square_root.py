@@ -91,9 +91,9 @@ def psd_sqrt(Q: np.ndarray) -> np.ndarray:
     noise of the velocity is a difference, M⁻¹ Σ M⁻ᵀ − G Cᵀ: −3.5e-13 on hyper9 at 7.3 s, where Cholesky failed
     and the SR-EKF stopped) is taken with its negative eigenvalues as zero (the nearest positive semi-definite
     matrix), its root made lower-triangular by a QR."""
-    Q = np.ascontiguousarray(Q)  # a block of a larger Q: its zeros are counted faster in a copy
+    Q = np.ascontiguousarray(Q)  # a block of a larger matrix: its zeros are counted faster in a copy
     diagonal = np.diag(Q)
-    if np.count_nonzero(Q) == np.count_nonzero(diagonal):  # diagonal (the parameters' noise)
+    if np.count_nonzero(Q) == np.count_nonzero(diagonal):  # diagonal (seed 004's Q = I on the states)
         return np.diag(np.sqrt(diagonal))
     keep = diagonal > 0
     kept = (slice(None), slice(None)) if keep.all() else np.ix_(keep, keep)
@@ -106,15 +106,16 @@ def psd_sqrt(Q: np.ndarray) -> np.ndarray:
     return root
 
 
-def noisy_factor(compound: np.ndarray, Q: np.ndarray, n2: int) -> np.ndarray:
-    """The lower factor S (d, d) of compoundᵀ compound + Q's λ block for the Fortran-ordered compound (N, d)
-    (overwritten) and the process noise Q (d, d), block-diagonal between the first n2 states and λ, its λ block
-    diagonal (the schedule's: the parameters' noise). That root, upper-triangular under the compound's triangle R,
-    only meets R's λ block: the QR of that block over it (LAPACK's triangular-pentagonal QR)."""
+def noisy_factor(compound: np.ndarray, q_lambda: np.ndarray, n2: int) -> np.ndarray:
+    """The lower factor S (d, d) of compoundᵀ compound + diag(0, q_lambda) for the Fortran-ordered compound (N, d)
+    (overwritten) and the parameters' process noise q_lambda (b,) (the diagonal of Q's λ block, b = d − n2; Q is
+    block-diagonal between the first n2 states and λ, :class:`~robotid_sim_plugins.ekf.noise.ProcessNoise`). That
+    root, upper-triangular under the compound's triangle R, only meets R's λ block: the QR of that block over it
+    (LAPACK's triangular-pentagonal QR)."""
     b = compound.shape[1] - n2
     R = qr_triangle(compound)
     noise = np.zeros((b, b), order="F")
-    np.fill_diagonal(noise, np.sqrt(np.clip(np.diagonal(Q)[n2:], 0.0, None)))
+    np.fill_diagonal(noise, np.sqrt(np.clip(q_lambda, 0.0, None)))
     block, _, _, info = dtpqrt(b, min(b, 8), R[n2:, n2:], noise, overwrite_a=1, overwrite_b=1)
     if info:
         raise np.linalg.LinAlgError("QR")
@@ -248,7 +249,7 @@ class SquareRootSigmaFilter(_CholeskyState):
         # Gram matrix one (2n, 2n) triangle keeps
         rows = np.empty((d + n2 + 1, n2), order="F")
         np.multiply(dt, second, out=rows[:d])
-        rows[d:-1] = psd_sqrt(Q[:n2, :n2]).T
+        rows[d:-1] = psd_sqrt(Q.states).T
         np.multiply(dt * math.sqrt(self.rule.centre), centre, out=rows[-1])
         # the rows of the compound: the first-order root of the Euler step's points (the factor's columns moved
         # in q and qd), that triangle, then Q's λ block
@@ -257,7 +258,7 @@ class SquareRootSigmaFilter(_CholeskyState):
         compound[:d, :n2] += dt * first
         compound[d:, :n2] = qr_factor(rows).T
         compound[d:, n2:] = 0.0
-        self.S = noisy_factor(compound, Q, n2)
+        self.S = noisy_factor(compound, Q.parameters, n2)
         self._x = self._x.copy()
         self._x[:n2] += dt * g
 
@@ -319,7 +320,7 @@ class SquareRootEKF(_CholeskyState):
         lin, n, d, dt = self._lin, self.process.n, self.process.dim_x, self.process.dt
         b, n2 = d - 2 * n, 2 * n
         self._x = self.process.fx(self._x[:, None], lin.qdd)[:, 0]
-        Q = parameter_noise_where_physical(Q, self._mass, n)
+        Q = parameter_noise_where_physical(Q, self._mass)
         # (F S)ᵀ, Fortran-ordered: S's rows of q += Δt·its rows of qd, its rows of qd += Δt·A S (A's columns in
         # the factor's order); the rows of λ are S's, zero in the columns of q and qd
         S = self.S
@@ -331,9 +332,9 @@ class SquareRootEKF(_CholeskyState):
         # of λ, as those rows are)
         corner = np.empty((2 * n2, n2), order="F")
         corner[:n2] = R[b:, b:]
-        corner[n2:] = psd_sqrt(Q[:n2, :n2]).T
+        corner[n2:] = psd_sqrt(Q.states).T
         R[b:, b:] = np.triu(qr_triangle(corner))
-        noise = np.sqrt(np.clip(np.diagonal(Q)[n2:], 0.0, None))
+        noise = np.sqrt(np.clip(Q.parameters, 0.0, None))
         if noise.any():  # the parameters' noise rows [σ I, 0] under the triangle: trapezoidal, l = b
             B = np.zeros((b, d), order="F")
             np.fill_diagonal(B, noise)

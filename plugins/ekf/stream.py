@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 from robotid_sim_plugins.ekf.filter import EulerEKF, FilterRun, Trace, diverged, singular
-from robotid_sim_plugins.ekf.noise import NoiseSchedule
+from robotid_sim_plugins.ekf.noise import NoiseSchedule, ProcessNoise
 from robotid_sim_plugins.ekf.process import EulerProcessModel, Linearization, SingularMassMatrix
 
 
@@ -58,8 +58,8 @@ class StreamFilter(ABC):
         """Set the state x (d,) and its covariance P (d, d)."""
 
     @abstractmethod
-    def predict(self, tau: np.ndarray, qdd: np.ndarray, Q: np.ndarray) -> None:
-        """The Euler step with torque τ (n,), the process noise Q (d, d); qdd (n,) is the prior mean's."""
+    def predict(self, tau: np.ndarray, qdd: np.ndarray, Q: ProcessNoise) -> None:
+        """The Euler step with torque τ (n,), the process noise Q (by its blocks); qdd (n,) is the prior mean's."""
 
     @abstractmethod
     def correct(self, z: np.ndarray, tau: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
@@ -177,7 +177,7 @@ class PythonEKF(StreamFilter):
 
     def predict(self, tau, qdd, Q):
         self.kf.F = self.process.F_jacobian(self._lin)
-        self.kf.Q = parameter_noise_where_physical(Q, self._mass, self.process.n)
+        self.kf.Q = parameter_noise_where_physical(Q, self._mass).dense()
         self.kf.predict(self._lin.qdd)
         self.kf.P = 0.5 * (self.kf.P + self.kf.P.T)
 
@@ -200,15 +200,11 @@ class PythonEKF(StreamFilter):
         return self._lin.qdd, tau_noise
 
 
-def parameter_noise_where_physical(Q: np.ndarray, M, n: int) -> np.ndarray:
-    """Q (d, d) as the EKF's predict takes it (n joints): without the parameters' process noise where the
-    posterior is not a physical model (M None: the predict takes the recorded acceleration and leaves λ out of F,
-    the filter is a recursive least squares in λ, exact, and that noise would only make it forget the data)."""
-    if M is not None:
-        return Q
-    Q = Q.copy()
-    Q[2 * n :, 2 * n :] = 0.0
-    return Q
+def parameter_noise_where_physical(Q: ProcessNoise, M) -> ProcessNoise:
+    """Q as the EKF's predict takes it: without the parameters' process noise where the posterior is not a
+    physical model (M None: the predict takes the recorded acceleration and leaves λ out of F, the filter is a
+    recursive least squares in λ, exact, and that noise would only make it forget the data)."""
+    return Q if M is not None else Q.without_parameters()
 
 
 def torque_form(
