@@ -46,7 +46,6 @@ from robotid_sim_plugins.ekf.stream import (
     posterior_linearization,
     torque_form,
 )
-from scipy.linalg.blas import dtrsm
 from scipy.linalg.lapack import dgeqrf, dtpqrt
 
 
@@ -73,7 +72,7 @@ def qr_triangle(A: np.ndarray) -> np.ndarray:
 def lower_factor(R: np.ndarray) -> np.ndarray:
     """The lower-triangular S (k, k) of R's upper triangle (k, k): Rᵀ with R's rows signed so that S's diagonal is
     positive (:func:`signed_lower`)."""
-    S = np.empty(R.shape)
+    S = np.empty(R.shape, order="F")  # the layout the update works in
     signed_lower(R, S)
     return S
 
@@ -171,14 +170,35 @@ def carlson_update(S, F, residual, dx):  # pragma: no cover - compiled
             residual[k] -= gain * dots[k]
 
 
-def whitened_update(S: np.ndarray, G: np.ndarray, residual: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@numba.njit(cache=True)
+def whitened_carlson(S, F, residual, L, dx):  # pragma: no cover - compiled
+    """:func:`carlson_update` of S (d, d, Fortran-ordered) by rows of correlated noise: F (d, m) = Sᵀ Hᵀ and the
+    residuals (m,) whitened by the lower Cholesky factor L (m, m) of their noise first (F ← F L⁻ᵀ, residual ←
+    L⁻¹ residual, a forward substitution over the rows of Fᵀ), then taken one at a time; fills dx (d,). F and
+    ``residual`` are overwritten."""
+    d, m = F.shape
+    G = np.ascontiguousarray(F.T)  # (m, d): each step of the substitution a whole row
+    for r in range(m):
+        pivot = L[r, r]
+        for i in range(d):
+            G[r, i] /= pivot
+        residual[r] /= pivot
+        for k in range(r + 1, m):
+            f = L[k, r]
+            for i in range(d):
+                G[k, i] -= f * G[r, i]
+            residual[k] -= f * residual[r]
+    F[:] = G.T
+    carlson_update(S, F, residual, dx)
+
+
+def whitened_update(S: np.ndarray, F: np.ndarray, residual: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(S⁺, the mean's correction (d,)) of the measurement update of the lower factor S (d, d) by the rows
-    G = H S (m, d) (the measurement's rows seen through S), the residuals z − z_p (m,) and the lower Cholesky factor
-    L (m, m) of their noise: the rows and residuals whitened by L, then :func:`carlson_update`."""
-    d = S.shape[0]
-    white = dtrsm(1.0, L, np.hstack([G, residual[:, None]]), lower=1)  # L⁻¹ [G, z − z_p]
-    S, dx = np.asfortranarray(S), np.empty(d)  # the kernel's layout
-    carlson_update(S, np.ascontiguousarray(white[:, :d].T), np.ascontiguousarray(white[:, d]), dx)
+    F = Sᵀ Hᵀ (d, m) (the measurement's rows seen through S), the residuals z − z_p (m,) and the lower Cholesky
+    factor L (m, m, Fortran-ordered: :func:`~robotid_sim_plugins.ekf.sigma.cholesky`'s) of their noise
+    (:func:`whitened_carlson`, in one call; F and the residuals are overwritten, S where it is Fortran-ordered)."""
+    S, dx = np.asfortranarray(S), np.empty(S.shape[0])  # the kernel's layouts (no copies on the filters' path)
+    whitened_carlson(S, np.ascontiguousarray(F), np.ascontiguousarray(residual), L, dx)
     return S, dx
 
 
@@ -187,7 +207,7 @@ class _CholeskyState(StreamFilter):
     (only a restart factors a given P)."""
 
     def _init_state(self, d: int) -> None:
-        self._x, self.S = np.zeros(d), np.eye(d)
+        self._x, self.S = np.zeros(d), np.eye(d, order="F")
 
     @property
     def x(self):
@@ -204,7 +224,7 @@ class _CholeskyState(StreamFilter):
 
     def restart(self, x, P):
         self._x = x.copy()
-        self.S = np.linalg.cholesky(P)
+        self.S = cholesky(P)
 
 
 class SquareRootSigmaFilter(_CholeskyState):
@@ -269,7 +289,7 @@ class SquareRootSigmaFilter(_CholeskyState):
         # noise R_z. Whitened by R_z = L Lᵀ, its rows seen through S are F L⁻ᵀ and their residuals L⁻¹ (z − z_p):
         # Carlson's update takes those (no S⁻¹), P − K P_zz Kᵀ as a triangular update, never a difference
         Rz = R + second.T @ second + self.rule.centre * np.outer(centre, centre)
-        self.S, dx = whitened_update(self.S, first.T, z - zp, cholesky(Rz))
+        self.S, dx = whitened_update(self.S, first, z - zp, cholesky(Rz))
         self._x = self._x + dx
         return qdd_mean, tau_noise
 
@@ -313,7 +333,7 @@ class SquareRootEKF(_CholeskyState):
 
     def restart(self, x, P):
         self._x = x.copy()
-        self.S = np.linalg.cholesky(P[np.ix_(self.order, self.order)])
+        self.S = cholesky(P[np.ix_(self.order, self.order)])
         self._lin = None
 
     def predict(self, tau, qdd, Q):
@@ -350,7 +370,7 @@ class SquareRootEKF(_CholeskyState):
             self._mass = M if positive_definite(M) else None
         H, z, R = torque_form(process, self.schedule, self.sample, z, tau, self._mass, t)
         # H's columns in the factor's order; the correction back in the states'
-        self.S, dx = whitened_update(self.S, H[:, self.order] @ self.S, z - H @ self._x, np.linalg.cholesky(R))
+        self.S, dx = whitened_update(self.S, self.S.T @ H[:, self.order].T, z - H @ self._x, cholesky(R))
         self._x = self._x + dx[self._unorder]
         self._lin, M, tau_noise, physical = self.linearize(tau)
         self._mass = M if physical else None
