@@ -28,6 +28,11 @@ def pytest_configure(config):
     from robotid_sim.sweep.executors import SINGLE_THREAD_SETTINGS
 
     config.addinivalue_line("markers", "renders_figures: the test's figures are rendered (see figures_not_rendered)")
+    # Python's bytecode cache for this session and every process it starts (the workers, about 60 CLI and sweep
+    # subprocesses): where PYTHONDONTWRITEBYTECODE is set (many container images) each of them compiled the
+    # package's sources again, 0.6 s a process; the .pyc files go to __pycache__ folders git ignores
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
     workers = getattr(config.option, "numprocesses", None)
     if workers not in (None, 0, "0"):
         for key, value in SINGLE_THREAD_SETTINGS.items():

@@ -204,12 +204,23 @@ def test_mass_matrix_and_bias_function(robots, rng):
     _close(crba.mass_matrix_and_bias(chain, robot.inertials, robot.gravity, q_ro, qd, robot.rotor_inertia)[0], M)
 
 
+def test_the_threaded_kernels_run_only_for_large_batches_on_several_threads(monkeypatch):
+    """With one numba thread (each of a sweep's workers) a threaded kernel would be the serial one plus its
+    scheduling, and another compilation."""
+    import numba
+
+    big = crba.PARALLEL_MIN_SAMPLES
+    for threads, expected in ((1, (False, False)), (2, (False, True))):
+        monkeypatch.setattr(numba, "get_num_threads", lambda threads=threads: threads)
+        assert (crba.threaded(big - 1), crba.threaded(big)) == expected
+
+
 def test_threaded_and_numpy_paths_agree_with_the_serial_kernels(robots, rng, monkeypatch):
     robot = robots["hyper9"].with_parameters(_random_theta(robots["hyper9"], rng))
     q, qd, qdd = robot.random_states(rng, 40)
     tau = robot.inverse_dynamics(q, qd, qdd)
     serial = (robot.mass_matrix(q), robot.bias_torque(q, qd), robot.forward_dynamics(q, qd, tau))
-    monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", 1)
+    monkeypatch.setattr(crba, "threaded", lambda N: True)
     threaded = (robot.mass_matrix(q), robot.bias_torque(q, qd), robot.forward_dynamics(q, qd, tau))
     monkeypatch.setattr(crba, "_KERNELS", False)  # as without numba
     numpy = (robot.mass_matrix(q), robot.bias_torque(q, qd), robot.forward_dynamics(q, qd, tau))
@@ -226,7 +237,7 @@ def test_threaded_rnea_blocks_cover_every_sample(robots, rng, monkeypatch):
     N = 2 * crba_kernels.BLOCK + 37
     q, qd, qdd = robot.random_states(rng, N)
     serial = robot.rigid_body_torque(q, qd, qdd)
-    monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", 1)
+    monkeypatch.setattr(crba, "threaded", lambda N: True)
     assert np.array_equal(robot.rigid_body_torque(q, qd, qdd), serial)
     _close(serial, rnea(robot.joints, robot.inertials, q.T.copy(), qd.T.copy(), qdd.T.copy(), robot.gravity).T, 1e-12)
 
@@ -240,7 +251,7 @@ def test_singular_mass_matrix_raises_both_data_and_linalg_error(robots, monkeypa
     theta[robot.parameter_slices()["inertial"]] = 0.0  # massless: M = 0
     model = robot.with_parameters(theta)
     if threaded:
-        monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", 1)
+        monkeypatch.setattr(crba, "threaded", lambda N: True)
     q = np.zeros((3, 3))
     with pytest.raises(rid.DataError, match="sample 0"):
         model.forward_dynamics(q, q, q)

@@ -20,6 +20,14 @@ ALL = BUNDLED + ["arm6", "skew4"]
 BIG = 10_000  # above crba.PARALLEL_MIN_SAMPLES: the threaded kernel, several blocks and a partial one
 TOL = 1e-12
 
+
+@pytest.fixture(autouse=True)
+def _threaded_from_parallel_min_samples(monkeypatch):
+    """BIG batches run on the threaded kernels whatever the size of numba's pool (one thread in each of
+    pytest-xdist's workers, where :func:`crba.threaded` takes the serial ones)."""
+    monkeypatch.setattr(crba, "threaded", lambda N: N >= crba.PARALLEL_MIN_SAMPLES)
+
+
 _JOINT = (
     '<joint name="j{i}" type="{kind}"><parent link="{parent}"/><child link="l{i}"/>'
     '<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>'
@@ -109,9 +117,9 @@ def test_threaded_and_serial_kernels_agree_exactly(all_robots, monkeypatch):
     N = 3 * 256 + 37  # several blocks of the threaded driver and a partial last one
     q, qd, qdd = _states(robot, N)
     columns = robot.base_parameters().independent
-    monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", 1)
+    monkeypatch.setattr(crba, "threaded", lambda N: True)
     threaded = robot.regressor(q, qd, qdd), robot.regressor(q, qd, qdd, columns=columns)
-    monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", N + 1)
+    monkeypatch.setattr(crba, "threaded", lambda N: False)
     serial = robot.regressor(q, qd, qdd), robot.regressor(q, qd, qdd, columns=columns)
     for a, b in zip(threaded, serial, strict=True):
         assert np.array_equal(a, b)

@@ -197,7 +197,7 @@ def test_tree_regressor_mass_matrix_and_forward_dynamics_are_consistent(name, tr
     assert np.all(Y[:, apart] == 0.0)
     # the threaded kernels, and the numpy fallback (no numba), give the same
     threaded = (robot.regressor(q, qd, qdd), robot.rigid_body_torque(q, qd, qdd), M)
-    monkeypatch.setattr(crba, "PARALLEL_MIN_SAMPLES", 1)
+    monkeypatch.setattr(crba, "threaded", lambda N: True)
     for ours, theirs in zip(
         threaded, (robot.regressor(q, qd, qdd), robot.rigid_body_torque(q, qd, qdd), robot.mass_matrix(q)), strict=True
     ):

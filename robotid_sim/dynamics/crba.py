@@ -39,12 +39,13 @@ copy::
     M, h = crba.mass_matrix_and_bias(robot.joints, inertials, robot.gravity, q, qd, rotor)  # h without friction
 
 Threads: batches of :data:`PARALLEL_MIN_SAMPLES` samples or more run on numba's thread pool
-(``prange``; ``NUMBA_NUM_THREADS`` sets its size); smaller ones, and N = 1, run serially with no
-thread start-up. With the GNU OpenMP threading layer a process that forks after a threaded call
-must not make threaded calls in the child: set ``PARALLEL_MIN_SAMPLES`` to ``sys.maxsize`` where
-that matters. The first call in a fresh install compiles the kernels (about 5 s for the serial
-ones, 5 s more for the threaded ones on a 2-core machine); later processes load them from
-numba's cache (``__pycache__`` next to the kernels, or ``NUMBA_CACHE_DIR``) in well under a second.
+(``prange``; ``NUMBA_NUM_THREADS`` sets its size) where it has more than one thread
+(:func:`threaded`); smaller ones, and N = 1, run serially with no thread start-up. With the GNU
+OpenMP threading layer a process that forks after a threaded call must not make threaded calls in
+the child: set ``PARALLEL_MIN_SAMPLES`` to ``sys.maxsize`` where that matters. The first call in a
+fresh install compiles the kernels (about 5 s for the serial ones, 5 s more for the threaded ones
+on a 2-core machine); later processes load them from numba's cache (``__pycache__`` next to the
+kernels, or ``NUMBA_CACHE_DIR``) in well under a second.
 """
 
 from __future__ import annotations
@@ -58,8 +59,20 @@ import numpy as np
 from robotid_sim.dynamics.chain import Joint, chain_parents
 from robotid_sim.errors import DataError, ModelError
 
-#: batches of at least this many samples use the threaded (prange) kernels
+#: batches of at least this many samples use the threaded (prange) kernels (:func:`threaded`)
 PARALLEL_MIN_SAMPLES = 2048
+
+
+def threaded(N: int) -> bool:
+    """Whether a batch of N samples runs on the threaded kernels: from :data:`PARALLEL_MIN_SAMPLES` on, where
+    numba's thread pool has more than one thread. With one (``NUMBA_NUM_THREADS=1``, as in each of a sweep's
+    workers and the test suite's) a threaded kernel is the serial one plus its scheduling, and its first
+    compilation costs as much again."""
+    if N < PARALLEL_MIN_SAMPLES:
+        return False
+    import numba
+
+    return numba.get_num_threads() > 1
 
 
 @dataclass(frozen=True)
@@ -241,7 +254,7 @@ def mass_matrix_and_bias(
         return _mass_matrix_and_bias_numpy(chain, inert, g, rotor, q, qd if want_h else None)
     M = np.empty((N, n, n))
     h = np.empty((N, n)) if want_h else np.empty((N, 0))
-    kernel = k.mass_bias_parallel if N >= PARALLEL_MIN_SAMPLES else k.mass_bias_serial
+    kernel = k.mass_bias_parallel if threaded(N) else k.mass_bias_serial
     kernel(*chain.kernel_arrays, inert, g, rotor, q, qd, M, h, want_h)
     return M, (h if want_h else None)
 
@@ -275,7 +288,7 @@ def inverse_dynamics(
 
         return rnea(_joints_with(chain, inert), inert, q.T.copy(), qd.T.copy(), qdd.T.copy(), g).T
     tau = np.empty(q.shape)
-    kernel = k.rnea_parallel if q.shape[0] >= PARALLEL_MIN_SAMPLES else k.rnea_serial
+    kernel = k.rnea_parallel if threaded(q.shape[0]) else k.rnea_serial
     kernel(*chain.kernel_arrays, inert, g, q, qd, qdd, tau)
     return tau
 
@@ -311,7 +324,7 @@ def forward_dynamics(
             raise SingularMassMatrixError(_SINGULAR.format(sample="some sample")) from exc
     qdd = np.empty((N, n))
     args = (*chain.kernel_arrays, inert, g, rotor, q, qd, tau, qdd)
-    if N >= PARALLEL_MIN_SAMPLES:
+    if threaded(N):
         ok = np.empty(N, dtype=np.bool_)
         k.forward_parallel(*args, ok)
         bad = -1 if ok.all() else int(np.argmin(ok))

@@ -96,7 +96,8 @@ class RegressorChain(JointChain):
 
         Computed per sample by compiled Newton–Euler kernels
         (:mod:`robotid_sim.dynamics.crba_kernels`; serial for small batches, threaded over
-        samples from :data:`robotid_sim.dynamics.crba.PARALLEL_MIN_SAMPLES` on), or by the
+        samples from :data:`robotid_sim.dynamics.crba.PARALLEL_MIN_SAMPLES` on where numba has
+        several threads: :func:`robotid_sim.dynamics.crba.threaded`), or by the
         batched numpy :func:`reference_regressor` without numba.
 
         Args:
@@ -119,7 +120,7 @@ class RegressorChain(JointChain):
         friction = self.friction.columns(qd) if self.friction.suffixes else np.empty((N, n, 0))
         friction = crba.kernel_array(friction, (N, n, len(self.friction.suffixes)), "friction columns")
         Y = np.empty((N, n, P))
-        kernel = kernels.regressor_parallel if N >= crba.PARALLEL_MIN_SAMPLES else kernels.regressor_serial
+        kernel = kernels.regressor_parallel if crba.threaded(N) else kernels.regressor_serial
         kernel(
             *chain.kernel_arrays,
             crba.kernel_array(self.gravity, (3,), "gravity"),
