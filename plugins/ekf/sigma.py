@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from filterpy.kalman import MerweScaledSigmaPoints
+from robotid_sim_plugins.ekf.filter import diverged, singular
 from robotid_sim_plugins.ekf.process import SingularMassMatrix
 from robotid_sim_plugins.ekf.sigma_kernel import positive_definite, sigma_correct, sigma_predict, sigma_roots
 from robotid_sim_plugins.ekf.stream import StreamFilter
@@ -117,7 +118,12 @@ class SigmaPointFilter(StreamFilter):
         self.rule, self.name = rule, name
         # P's lower triangle, Fortran-ordered (what LAPACK's Cholesky reads): the upper one is not kept
         self._x, self._P = np.zeros(process.dim_x), np.eye(process.dim_x, order="F")
-        self.physical = False  # the mean's mass matrix has been positive definite (:meth:`check_physical`)
+        # the compiled step's state (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`): the pending sample,
+        # its torque noise, the acceleration before it, flags [predict pending, acceleration before it, physical]
+        n = process.n
+        self._step_pending, self._step_noise = np.zeros((3, n)), np.zeros((n, n))
+        self._step_previous, self._flags = np.zeros(n), np.zeros(3, dtype=np.int64)
+        self._noise = None if process.chain is None else schedule.kernel_noise(process.rows, process.dt, self.lam0)
 
     @classmethod
     def ukf(cls, process, schedule, lam0, alpha: float, beta: float, kappa: float):
@@ -132,6 +138,15 @@ class SigmaPointFilter(StreamFilter):
     @property
     def x(self):
         return self._x
+
+    @property
+    def physical(self) -> bool:
+        """Whether the mean's mass matrix has been positive definite (:meth:`check_physical`)."""
+        return bool(self._flags[2])
+
+    @physical.setter
+    def physical(self, value: bool) -> None:
+        self._flags[2] = value
 
     @property
     def P(self):
@@ -153,6 +168,47 @@ class SigmaPointFilter(StreamFilter):
             self.physical = True
         elif self.physical:
             raise SingularMassMatrix
+
+    def update(self, t, q, qd, qdd, tau, restart=False):
+        """:meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update`; on a compiled chain one compiled call
+        (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`: the same numbers to rounding)."""
+        if self._noise is None:
+            return super().update(t, q, qd, qdd, tau, restart)
+        from robotid_sim_plugins.ekf.sigma_step import OK, SINGULAR, sigma_step
+
+        sample, tau = np.array((q, qd, qdd), dtype=float), np.array(tau, dtype=float)
+        if self.samples == 0:
+            self.t0, restart = float(t), True
+        t_rel = float(t) - self.t0
+        if restart:
+            self.restart_at(sample[0], sample[1])
+            self._flags[:2] = 0
+        rule = self.rule
+        try:
+            status = sigma_step(
+                self.process.chain.arrays,
+                self._noise,
+                rule.Wm,
+                rule.gamma,
+                rule.second,
+                rule.centre,
+                self._x,
+                self._P,
+                self._step_pending,
+                self._step_noise,
+                self._step_previous,
+                self._flags,
+                sample,
+                tau,
+                t_rel,
+            )
+        except np.linalg.LinAlgError:  # P lost positive definiteness
+            status = None
+        if status != OK:
+            error = singular if status == SINGULAR else diverged
+            raise error(self.name, t_rel, self.samples)
+        self.samples += 1
+        return self._x[-self.lam0.shape[0] :].copy()
 
     def predict(self, tau, qdd, Q):
         rule = self.rule

@@ -71,6 +71,17 @@ class StreamFilter(ABC):
         tau_noise = self.schedule.torque_noise(Minv)
         return self.schedule.measurement_noise(tau_noise, t, self.process.rows), tau_noise
 
+    def restart_at(self, q: np.ndarray, qd: np.ndarray) -> None:
+        """Restart the states at the measured q, qd (n,) each (a new recording): λ carries on with its covariance
+        (λ0 and the prior at the first sample), the rest of P from the prior."""
+        n = self.process.n
+        lam = self.lam0 if self.samples == 0 else self.x[2 * n :]
+        P = self.schedule.initial_covariance.copy()
+        if self.samples:
+            P[2 * n :, 2 * n :] = self.P[2 * n :, 2 * n :]
+        self.restart(np.concatenate([q, qd, lam]), P)
+        self._previous_qdd = None
+
     def update(self, t: float, q, qd, qdd, tau, restart: bool = False) -> np.ndarray:
         """Consume one sample (t (s), q, qd, qdd, τ (n,) each; ``restart``: it starts a new recording, the first
         sample always does) and return the estimate λ (b,).
@@ -85,12 +96,7 @@ class StreamFilter(ABC):
         t_rel = float(t) - self.t0
         try:
             if restart:
-                lam = self.lam0 if self.samples == 0 else self.x[2 * n :]
-                P = self.schedule.initial_covariance.copy()
-                if self.samples:
-                    P[2 * n :, 2 * n :] = self.P[2 * n :, 2 * n :]
-                self.restart(np.concatenate([q, qd, lam]), P)
-                self._previous_qdd = None
+                self.restart_at(q, qd)
             elif self._pending is not None:
                 tau_k, qdd_k, tau_noise, t_k = self._pending
                 Q = self.schedule.process_noise(qdd_k, self._previous_qdd, tau_noise, t_k, process.dt)
