@@ -184,11 +184,12 @@ def test_broken_plugin_is_listed_and_an_external_plugin_runs_through_a_scenario(
     assert "broken" in text and "RuntimeError: this plugin is broken on purpose" in text
     assert "myls" in text
     # a scenario that does not use the broken plugin still runs, with the third-party estimator
-    path = _write_scenario(tmp_path, estimators=["ols", "myls"])
+    path = _write_scenario(tmp_path, estimators=["ols", "myls"], report={"figures": False})
     result = run_cli(["run", str(path), "--out", "runs"], cwd=tmp_path, env_extra=env)
     assert result.returncode == 0, result.stderr
     run = _complete_runs(tmp_path / "runs")[0]
     assert (run / "models" / "myls.json").is_file()
+    assert not (run / "plots").exists()  # report.figures: false
     plugins.reset_plugin_manager()
 
 

@@ -57,6 +57,7 @@ def test_a_plugin_models_own_diagnostics_reach_metrics_json_and_the_report(tmp_p
         "simulation": {"rate_hz": 100},
         "validation": {"duration": 4.0, "trajectory_horizon": 0.0},
         "estimators": ["counting_ols"],
+        "report": {"figures": False},  # the diagnostics are in the tables
     }
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
     pythonpath = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])

@@ -137,6 +137,17 @@ def test_write_report_skips_friction_and_convergence_when_absent(study, tmp_path
     ]
 
 
+def test_a_report_without_figures_has_its_tables_and_says_so(study, tmp_path):
+    from robotid_sim.report import NO_FIGURES_NOTE
+
+    written = write_report(tmp_path / "run", study, figures=False)
+    assert set(written) == {"markdown", "html", "context"}
+    assert not (tmp_path / "run" / "plots").exists()
+    markdown = written["markdown"].read_text()
+    assert NO_FIGURES_NOTE in markdown and "![" not in markdown
+    assert any(line.startswith("| wls |") for line in markdown.splitlines())  # the comparison table
+
+
 def test_a_figure_that_fails_is_a_note_and_one_warning_line_not_a_traceback(study, tmp_path, monkeypatch, caplog):
     import robotid_sim.report as report
 

@@ -170,7 +170,11 @@ def _outcome_plan(
     return plan
 
 
-def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
+#: the note of a report written without its figures (``write_report(..., figures=False)``)
+NO_FIGURES_NOTE = "figures not drawn: the scenario's report.figures is false"
+
+
+def write_report(run_dir: Path, result: StudyResult, figures: bool = True) -> dict[str, Path]:
     """Write the figures, ``report.md`` and ``report.html`` of a study into its run folder.
 
     What the report shows that no other file of a run folder holds (``result.info``, ``result.notes``,
@@ -193,6 +197,7 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     Args:
         run_dir: the run folder (created if missing).
         result: the study.
+        figures: False: no figure (no ``plots/`` folder); the report's notes say so (:data:`NO_FIGURES_NOTE`).
 
     Returns:
         ``{"markdown": report.md, "html": report.html, "context": report.json, <figure key>: PNG path, ...}``;
@@ -208,7 +213,9 @@ def write_report(run_dir: Path, result: StudyResult) -> dict[str, Path]:
     plots_dir = run_dir / "plots"
     markdown_path, html_path = run_dir / "report.md", run_dir / "report.html"
     context_path = run_dir / REPORT_CONTEXT_FILE
-    plan = figure_plan(result, plots_dir)
+    plan = figure_plan(result, plots_dir) if figures else []
+    if not figures:
+        result = dataclasses.replace(result, notes=[*result.notes, NO_FIGURES_NOTE])
     for path in (markdown_path, html_path, context_path, *(p for _, p, _ in plan)):
         if path.exists():
             raise FileExistsError(

@@ -225,6 +225,12 @@ class SensitivityConfig(_Strict):
 class ReportConfig(_Strict):
     """How the report shows the study."""
 
+    figures: bool = Field(
+        True,
+        description="draw the report's PNG figures; false: its tables and text only (a quick or batch run: the "
+        "figures are about half of a small run's time)",
+    )
+
     parameter_labels: dict[str, str] = Field(
         default_factory=dict,
         description="base-parameter name to the label shown beside it (e.g. the seed's grouped parameter, "

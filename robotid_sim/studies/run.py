@@ -116,7 +116,8 @@ def _run(plan: RunPlan, run_dir: Path, progress: Progress, on_done) -> None:
     rows = identified.rows + [{"controller": o.name, **o.metrics} for o in closed_loop]
     write_metrics(run_dir, rows + [failure.metrics_row() for failure in failures])
     info = _info(plan, ds, ds_val, problem, condition)
-    write_report(run_dir, _result(plan, context, identified, ds_val, notes, info, sensitivity, closed_loop, failures))
+    result = _result(plan, context, identified, ds_val, notes, info, sensitivity, closed_loop, failures)
+    write_report(run_dir, result, figures=sc.report.figures)
 
 
 @dataclasses.dataclass(frozen=True)
