@@ -70,10 +70,7 @@ def test_square_root_forms_keep_a_valid_covariance_where_the_plain_form_fails(st
     ds = problem.dataset
 
     def run(name):
-        # the Python sequence (engine filterpy: no compiled chain), whose measurement noise this test scales (the
-        # plain forms' compiled step fails the same way: tests/test_sigma_step.py)
-        options = {"initial_parameters": truth.tolist(), "parameter_std": 0.01, "engine": "filterpy"}
-        flt = plugins.get_estimator(name)(**options).stream(problem)
+        flt = plugins.get_estimator(name)(initial_parameters=truth.tolist(), parameter_std=0.01).stream(problem)
         noise = flt.measurement_noise
         flt.measurement_noise = lambda Minv, t: (1e-20 * noise(Minv, t)[0], noise(Minv, t)[1])
         for k in range(10):
@@ -127,15 +124,12 @@ def test_sigma_dynamics_equal_the_forward_dynamics_of_every_point(study, engine)
 
 @pytest.mark.parametrize("name", ["ukf", "sr_cdkf"])
 def test_sigma_point_filters_give_the_numbers_of_the_point_by_point_dynamics(study, name, monkeypatch):
-    """The shared-basis dynamics of the points that move λ only (the UKF's in its compiled step) against every
-    point's own forward dynamics in the Python sequence: the same filter to 1e-9 over 100 noisy samples."""
+    """The shared-basis dynamics of the points that move λ only against every point's own forward dynamics:
+    the same filter to 1e-9 over 100 noisy samples."""
     from robotid_sim_plugins.ekf.process import EulerProcessModel
-    from robotid_sim_plugins.ekf.sigma import SigmaPointFilter
-    from robotid_sim_plugins.ekf.stream import StreamFilter
 
     problem = _problem(study, "noisy", 100)
     fast = plugins.get_estimator(name)().fit(problem)
-    monkeypatch.setattr(SigmaPointFilter, "update", StreamFilter.update)
     monkeypatch.setattr(EulerProcessModel, "sigma_dynamics", lambda self, *a: _slow_sigma_dynamics(self)(*a))
     slow = plugins.get_estimator(name)().fit(problem)
     np.testing.assert_allclose(fast.values, slow.values, rtol=1e-9, atol=1e-9 * np.abs(slow.values).max())

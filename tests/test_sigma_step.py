@@ -1,6 +1,7 @@
 """Issue 31: the UKF's and CDKF's compiled step (``sigma_step``: a sample's predict and correction with their
-noise in one compiled call on a compiled chain) gives the numbers of the Python sequence of
-``StreamFilter.update`` on the same chain, restarts included, and fails as it does."""
+noise in one compiled call on a compiled chain, ``engine: compiled``) gives the numbers of the Python sequence of
+``StreamFilter.update`` on the same chain, restarts included, and fails as it does. One test: numba compiles
+the step in about 25 s (in each test worker that needs it)."""
 
 from __future__ import annotations
 
@@ -12,21 +13,14 @@ from robotid_sim.errors import IdentificationError
 from robotid_sim.identification import IdentificationProblem
 
 
-@pytest.fixture(scope="module")
-def problem(prrrp_study):
-    """The default scenario's noisy record, its first 160 samples."""
-    robot, noisy, _ = prrrp_study
-    return IdentificationProblem(robot.structure(), noisy.slice(0, 160))
-
-
-def _stream(problem, name, python: bool, restart_at: int = 80, **options):
-    """The filter ``name`` over the record, the states restarting at ``restart_at`` (a second recording); with
-    ``python`` the sequence of StreamFilter.update instead of the compiled step. (λ (b,), P (d, d)) at the end and
-    after the restart's sample."""
+def _stream(problem, name, python: bool, restart_at: int = 80):
+    """The filter ``name`` (engine compiled) over the record, the states restarting at ``restart_at`` (a second
+    recording); with ``python`` the sequence of StreamFilter.update instead of the compiled step. (x (d,), P (d, d))
+    after the restart's sample and at the end, and the filter."""
     from robotid_sim_plugins.ekf.stream import StreamFilter
 
-    flt = plugins.get_estimator(name)(**options).stream(problem)
-    assert flt.process.chain is not None  # prrrp's chain compiles: the compiled step runs
+    flt = plugins.get_estimator(name)(engine="compiled").stream(problem)
+    assert flt.process.chain is not None and flt._noise is not None  # prrrp's chain compiles: the step runs
     update = (lambda *a, **k: StreamFilter.update(flt, *a, **k)) if python else flt.update
     ds, out = problem.dataset, []
     for k in range(ds.n_samples):
@@ -36,27 +30,28 @@ def _stream(problem, name, python: bool, restart_at: int = 80, **options):
     return out, flt
 
 
-@pytest.mark.parametrize("name", ["ukf", "cdkf"])
-def test_the_compiled_step_gives_the_numbers_of_the_python_sequence(problem, name):
-    compiled, flt = _stream(problem, name, python=False)
-    python, _ = _stream(problem, name, python=True)
-    assert flt.physical  # the mean's mass matrix became positive definite on the way
-    for (x, P), (x_py, P_py) in zip(compiled, python, strict=True):
-        np.testing.assert_allclose(x, x_py, rtol=1e-10, atol=1e-12 * np.abs(x_py).max())
-        np.testing.assert_allclose(P, P_py, rtol=1e-8, atol=1e-10 * np.abs(P_py).max())
-    assert not np.array_equal(compiled[0][0], compiled[1][0])  # the filter moved after the restart
-
-
-@pytest.mark.parametrize("python", [False, True])
-def test_a_covariance_that_is_not_positive_definite_is_the_filters_divergence(problem, python):
-    """P made indefinite after the first sample: the next predict's Cholesky factorisation fails, in the compiled
-    step as in the Python sequence: the error names the filter, the time and the sample."""
+def test_the_compiled_step_gives_the_numbers_of_the_python_sequence_and_fails_as_it_does(prrrp_study):
+    robot, noisy, _ = prrrp_study
+    problem = IdentificationProblem(robot.structure(), noisy.slice(0, 160))
+    for name in ("ukf", "cdkf"):
+        compiled, flt = _stream(problem, name, python=False)
+        python, _ = _stream(problem, name, python=True)
+        assert flt.physical  # the mean's mass matrix became positive definite on the way
+        for (x, P), (x_py, P_py) in zip(compiled, python, strict=True):
+            np.testing.assert_allclose(x, x_py, rtol=1e-10, atol=1e-12 * np.abs(x_py).max())
+            np.testing.assert_allclose(P, P_py, rtol=1e-8, atol=1e-10 * np.abs(P_py).max())
+        assert not np.array_equal(compiled[0][0], compiled[1][0])  # the filter moved after the restart
+    # engine auto on a short record: the Python sequence (the step's first compilation would cost more)
+    assert plugins.get_estimator("ukf")().stream(problem)._noise is None
+    # P made indefinite after the first sample: the next predict's Cholesky factorisation fails, in the compiled
+    # step as in the Python sequence; the error names the filter, the time and the sample
     from robotid_sim_plugins.ekf.stream import StreamFilter
 
-    flt = plugins.get_estimator("ukf")().stream(problem)
-    update = (lambda *a: StreamFilter.update(flt, *a)) if python else flt.update
     ds = problem.dataset
-    update(ds.t[0], ds.q[0], ds.qd[0], ds.qdd[0], ds.tau[0])
-    flt._P[:] = -np.eye(flt._P.shape[0])
-    with pytest.raises(IdentificationError, match=r"'ukf': the state covariance lost positive definiteness at t = "):
-        update(ds.t[1], ds.q[1], ds.qd[1], ds.qdd[1], ds.tau[1])
+    for python in (False, True):
+        flt = plugins.get_estimator("ukf")(engine="compiled").stream(problem)
+        update = (lambda *a, flt=flt: StreamFilter.update(flt, *a)) if python else flt.update
+        update(ds.t[0], ds.q[0], ds.qd[0], ds.qdd[0], ds.tau[0])
+        flt._P[:] = -np.eye(flt._P.shape[0])
+        with pytest.raises(IdentificationError, match=r"'ukf': the state covariance lost positive definiteness at t"):
+            update(ds.t[1], ds.q[1], ds.qd[1], ds.qdd[1], ds.tau[1])

@@ -173,7 +173,8 @@ class EKFEstimator(Estimator):
             f"compiles it on first use, about 40 s, then loads it from its disk cache); filterpy: filterpy's "
             f"ExtendedKalmanFilter in a Python loop (any model); auto: the EKF compiled from "
             f"{AUTO_COMPILED_SAMPLES:,} samples on, where it saves more than its first compilation costs, else "
-            "filterpy; the sampling filters' process model compiled always (its first compilation about 20 s)",
+            "filterpy; the sampling filters' process model compiled always (its first compilation about 20 s), the "
+            "UKF's and CDKF's whole sample as one compiled call with compiled, or auto from as many samples",
         )
 
         @model_validator(mode="after")

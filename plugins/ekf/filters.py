@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 from pydantic import Field
-from robotid_sim_plugins.ekf.estimator import EKFEstimator
+from robotid_sim_plugins.ekf.estimator import AUTO_COMPILED_SAMPLES, EKFEstimator
 
 from robotid_sim.errors import ConfigError
 
@@ -31,18 +31,26 @@ class _StreamEstimator(EKFEstimator):
     #: and they call it 2·(2d + 1) times a sample
     compile_from: ClassVar[int] = 0
 
-    def make_filter(self, process, schedule, lam0):
-        """The filter on the process model, noise schedule and λ0."""
+    def make_filter(self, process, schedule, lam0, samples: int):
+        """The filter on the process model, noise schedule and λ0 for a record of ``samples``."""
         raise NotImplementedError
+
+    def one_call(self, samples: int) -> bool:
+        """Whether the UKF's and CDKF's sample runs as one compiled call on a compiled chain
+        (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`, the same numbers to rounding): with ``engine:
+        compiled``, or ``auto`` from :data:`~robotid_sim_plugins.ekf.estimator.AUTO_COMPILED_SAMPLES` samples on
+        (its first compilation, about 30 s, is more than a short record's fit); otherwise the Python sequence of
+        the compiled process model's pieces."""
+        return self.engine == "compiled" or (self.engine == "auto" and samples >= AUTO_COMPILED_SAMPLES)
 
     def stream(self, problem):
         process, schedule, lam0, *_ = self.setup(problem)
-        return self.make_filter(process, schedule, lam0)
+        return self.make_filter(process, schedule, lam0, problem.n_samples)
 
     def run(self, process, schedule, signals, t, starts, lam0):
         from robotid_sim_plugins.ekf.stream import run_stream
 
-        return run_stream(self.make_filter(process, schedule, lam0), signals, t, starts)
+        return run_stream(self.make_filter(process, schedule, lam0, t.shape[0]), signals, t, starts)
 
     def evaluations_per_sample(self, process) -> int:
         """2 (2d + 1) sigma points (predict and update) and n for M⁻¹ at the mean."""
@@ -71,10 +79,10 @@ class UKFEstimator(_StreamEstimator):
         beta: float = Field(2.0, ge=0, description="prior knowledge of the distribution (β = 2: Gaussian)")
         kappa: float = Field(0.0, description="secondary scaling (κ; BIRDy: 0)")
 
-    def make_filter(self, process, schedule, lam0):
+    def make_filter(self, process, schedule, lam0, samples: int):
         from robotid_sim_plugins.ekf.sigma import SigmaPointFilter
 
-        return SigmaPointFilter.ukf(process, schedule, lam0, self.alpha, self.beta, self.kappa)
+        return SigmaPointFilter.ukf(process, schedule, lam0, self.alpha, self.beta, self.kappa, self.one_call(samples))
 
 
 class CDKFEstimator(_StreamEstimator):
@@ -88,10 +96,10 @@ class CDKFEstimator(_StreamEstimator):
     #: 0.03 spreads λ by about as much as the UKF's 0.1 (at 0.1 most points leave the physical parameters)
     auto_overrides: ClassVar[dict] = {**_StreamEstimator.auto_overrides, "parameter_std": 0.03}
 
-    def make_filter(self, process, schedule, lam0):
+    def make_filter(self, process, schedule, lam0, samples: int):
         from robotid_sim_plugins.ekf.sigma import SigmaPointFilter
 
-        return SigmaPointFilter.cdkf(process, schedule, lam0)
+        return SigmaPointFilter.cdkf(process, schedule, lam0, one_call=self.one_call(samples))
 
 
 class SRUKFEstimator(UKFEstimator):
@@ -101,7 +109,7 @@ class SRUKFEstimator(UKFEstimator):
 
     name = "sr_ukf"
 
-    def make_filter(self, process, schedule, lam0):
+    def make_filter(self, process, schedule, lam0, samples: int):
         from robotid_sim_plugins.ekf.sigma import SigmaRule
         from robotid_sim_plugins.ekf.square_root import SquareRootSigmaFilter
 
@@ -115,7 +123,7 @@ class SRCDKFEstimator(CDKFEstimator):
 
     name = "sr_cdkf"
 
-    def make_filter(self, process, schedule, lam0):
+    def make_filter(self, process, schedule, lam0, samples: int):
         from robotid_sim_plugins.ekf.sigma import SigmaRule
         from robotid_sim_plugins.ekf.square_root import SquareRootSigmaFilter
 
@@ -131,7 +139,7 @@ class SREKFEstimator(_StreamEstimator):
     biased = True  # the Euler step, as the EKF's (see ekf)
     auto_overrides: ClassVar[dict] = {}  # the EKF's preset: it linearises, no points leave the physical parameters
 
-    def make_filter(self, process, schedule, lam0):
+    def make_filter(self, process, schedule, lam0, samples: int):
         from robotid_sim_plugins.ekf.square_root import SquareRootEKF
 
         return SquareRootEKF(process, schedule, lam0)
@@ -163,7 +171,7 @@ class PFEstimator(_StreamEstimator):
         roughening: float = Field(0.2, ge=0, description="roughening jitter K of Gordon et al. (0: none)")
         seed: int = Field(0, ge=0, description="seed of the particles' draws")
 
-    def make_filter(self, process, schedule, lam0):
+    def make_filter(self, process, schedule, lam0, samples: int):
         """The filter; raises :class:`~robotid_sim.errors.ConfigError` where the accelerations are not measured."""
         from robotid_sim_plugins.ekf.particle import ParticleFilter
 

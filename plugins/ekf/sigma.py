@@ -111,9 +111,10 @@ class SigmaPointFilter(StreamFilter):
         process, schedule, lam0: as :class:`~robotid_sim_plugins.ekf.stream.StreamFilter`.
         rule: the transform (:class:`SigmaRule`).
         name: the estimator's name.
+        one_call: on a compiled chain, each sample as one compiled call (:meth:`update`); else the Python sequence.
     """
 
-    def __init__(self, process, schedule, lam0, rule: SigmaRule, name: str):
+    def __init__(self, process, schedule, lam0, rule: SigmaRule, name: str, one_call: bool = False):
         super().__init__(process, schedule, lam0)
         self.rule, self.name = rule, name
         # P's lower triangle, Fortran-ordered (what LAPACK's Cholesky reads): the upper one is not kept
@@ -123,17 +124,18 @@ class SigmaPointFilter(StreamFilter):
         n = process.n
         self._step_pending, self._step_noise = np.zeros((3, n)), np.zeros((n, n))
         self._step_previous, self._flags = np.zeros(n), np.zeros(3, dtype=np.int64)
-        self._noise = None if process.chain is None else schedule.kernel_noise(process.rows, process.dt, self.lam0)
+        chained = one_call and process.chain is not None
+        self._noise = schedule.kernel_noise(process.rows, process.dt, self.lam0) if chained else None
 
     @classmethod
-    def ukf(cls, process, schedule, lam0, alpha: float, beta: float, kappa: float):
+    def ukf(cls, process, schedule, lam0, alpha: float, beta: float, kappa: float, one_call: bool = False):
         """The UKF with Merwe's scaled points."""
-        return cls(process, schedule, lam0, SigmaRule.unscented(process.dim_x, alpha, beta, kappa), "ukf")
+        return cls(process, schedule, lam0, SigmaRule.unscented(process.dim_x, alpha, beta, kappa), "ukf", one_call)
 
     @classmethod
-    def cdkf(cls, process, schedule, lam0, h2: float = CDKF_H2):
+    def cdkf(cls, process, schedule, lam0, h2: float = CDKF_H2, one_call: bool = False):
         """The CDKF."""
-        return cls(process, schedule, lam0, SigmaRule.central_difference(process.dim_x, h2), "cdkf")
+        return cls(process, schedule, lam0, SigmaRule.central_difference(process.dim_x, h2), "cdkf", one_call)
 
     @property
     def x(self):
@@ -170,8 +172,8 @@ class SigmaPointFilter(StreamFilter):
             raise SingularMassMatrix
 
     def update(self, t, q, qd, qdd, tau, restart=False):
-        """:meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update`; on a compiled chain one compiled call
-        (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`: the same numbers to rounding)."""
+        """:meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update`; with ``one_call`` on a compiled chain one
+        compiled call (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`: the same numbers to rounding)."""
         if self._noise is None:
             return super().update(t, q, qd, qdd, tau, restart)
         from robotid_sim_plugins.ekf.sigma_step import OK, SINGULAR, sigma_step
