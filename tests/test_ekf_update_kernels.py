@@ -50,10 +50,14 @@ def test_carlson_update_is_the_kalman_update_and_keeps_a_triangular_factor_where
     d, m = 30, 7
     S = np.linalg.cholesky(np.cov(rng.normal(size=(d, 3 * d))))
     x, H, z = rng.normal(size=d), rng.normal(size=(m, d)), rng.normal(size=m)
+    # rows that see the first states only (the sigma-point filters' q and qd): S's last columns do not see them,
+    # their f = Sᵀ hᵀ is zero there, and the update skips those columns
+    H[:3, 10:] = 0.0
     P = S @ S.T
     K = np.linalg.solve(H @ P @ H.T + np.eye(m), H @ P).T
-    S_new, dx = np.asfortranarray(S), np.empty(d)
-    carlson_update(S_new, np.ascontiguousarray(S.T @ H.T), z - H @ x, dx)  # the rows seen through S, residuals
+    S_new, dx, F = np.asfortranarray(S), np.empty(d), np.ascontiguousarray(S.T @ H.T)
+    assert np.all(F[10:, :3] == 0.0)
+    carlson_update(S_new, F, z - H @ x, dx)  # the rows seen through S, residuals
     np.testing.assert_allclose(x + dx, x + K @ (z - H @ x), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(S_new @ S_new.T, P - K @ H @ P, rtol=1e-9, atol=1e-12 * np.abs(P).max())
     assert np.array_equal(S_new, np.tril(S_new)) and np.all(np.diag(S_new) > 0)

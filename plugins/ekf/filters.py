@@ -36,11 +36,12 @@ class _StreamEstimator(EKFEstimator):
         raise NotImplementedError
 
     def one_call(self, samples: int) -> bool:
-        """Whether the UKF's and CDKF's sample runs as one compiled call on a compiled chain
-        (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`, the same numbers to rounding): with ``engine:
-        compiled``, or ``auto`` from :data:`~robotid_sim_plugins.ekf.estimator.AUTO_COMPILED_SAMPLES` samples on
-        (its first compilation, about 30 s, is more than a short record's fit); otherwise the Python sequence of
-        the compiled process model's pieces."""
+        """Whether the sigma-point filters' sample runs as compiled calls on a compiled chain
+        (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`, :mod:`~robotid_sim_plugins.ekf.square_root_step`;
+        the same numbers to rounding): with ``engine: compiled``, or ``auto`` from
+        :data:`~robotid_sim_plugins.ekf.estimator.AUTO_COMPILED_SAMPLES` samples on (its first compilation, about
+        30 s, is more than a short record's fit); otherwise the Python sequence of the compiled process model's
+        pieces."""
         return self.engine == "compiled" or (self.engine == "auto" and samples >= AUTO_COMPILED_SAMPLES)
 
     def stream(self, problem):
@@ -114,7 +115,7 @@ class SRUKFEstimator(UKFEstimator):
         from robotid_sim_plugins.ekf.square_root import SquareRootSigmaFilter
 
         rule = SigmaRule.unscented(process.dim_x, self.alpha, self.beta, self.kappa)
-        return SquareRootSigmaFilter(process, schedule, lam0, rule, self.name)
+        return SquareRootSigmaFilter(process, schedule, lam0, rule, self.name, self.one_call(samples))
 
 
 class SRCDKFEstimator(CDKFEstimator):
@@ -127,7 +128,8 @@ class SRCDKFEstimator(CDKFEstimator):
         from robotid_sim_plugins.ekf.sigma import SigmaRule
         from robotid_sim_plugins.ekf.square_root import SquareRootSigmaFilter
 
-        return SquareRootSigmaFilter(process, schedule, lam0, SigmaRule.central_difference(process.dim_x), self.name)
+        rule = SigmaRule.central_difference(process.dim_x)
+        return SquareRootSigmaFilter(process, schedule, lam0, rule, self.name, self.one_call(samples))
 
 
 class SREKFEstimator(_StreamEstimator):

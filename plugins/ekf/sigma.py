@@ -104,7 +104,67 @@ def full_symmetric(P: np.ndarray) -> np.ndarray:
     return lower + np.tril(lower, -1).T
 
 
-class SigmaPointFilter(StreamFilter):
+class CompiledSteps:
+    """What a sigma-point filter needs to run each sample as compiled calls on a compiled chain (``one_call``):
+    the step's small state and :meth:`compiled_update`, which sequences the sample as
+    :meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update` does (the same numbers to rounding). Mixed into
+    :class:`~robotid_sim_plugins.ekf.stream.StreamFilter` subclasses."""
+
+    def _init_steps(self, process, schedule, one_call: bool) -> None:
+        """The step's state: the pending sample (its torque, its mean's acceleration, [its time, 0, …]), its torque
+        noise, the acceleration before it and the flags [predict pending, acceleration before it, physical]; the
+        schedule's tuple where the compiled calls run (else None: the Python sequence)."""
+        n = process.n
+        self._step_pending, self._step_noise = np.zeros((3, n)), np.zeros((n, n))
+        self._step_previous, self._flags = np.zeros(n), np.zeros(3, dtype=np.int64)
+        chained = one_call and process.chain is not None
+        self._noise = schedule.kernel_noise(process.rows, process.dt, self.lam0) if chained else None
+
+    @property
+    def physical(self) -> bool:
+        """Whether the mean's mass matrix has been positive definite (:meth:`check_physical`)."""
+        return bool(self._flags[2])
+
+    @physical.setter
+    def physical(self, value: bool) -> None:
+        self._flags[2] = value
+
+    def check_physical(self, Minv: np.ndarray) -> None:
+        """Raise :class:`~robotid_sim_plugins.ekf.process.SingularMassMatrix` where the mass matrix at the mean
+        (its inverse Minv (n, n)) stopped being positive definite: the estimate left the physical parameters, and
+        its forward dynamics mean nothing (the filter diverged, however finite its numbers). A start whose mass
+        matrix is not positive definite (λ0 = 0.1 on a large robot) is left to reach one first."""
+        if positive_definite(Minv):  # its symmetric part
+            self.physical = True
+        elif self.physical:
+            raise SingularMassMatrix
+
+    def compiled_update(self, t, q, qd, qdd, tau, restart, step) -> np.ndarray:
+        """:meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update` with the sample's predict and correction
+        by ``step(sample (3, n), τ (n,), t_rel)``, which returns ``sigma_step``'s status
+        (:mod:`~robotid_sim_plugins.ekf.sigma_step`) or raises LinAlgError (a covariance that is not positive
+        definite)."""
+        from robotid_sim_plugins.ekf.sigma_step import OK, SINGULAR
+
+        sample, tau = np.array((q, qd, qdd), dtype=float), np.array(tau, dtype=float)
+        if self.samples == 0:
+            self.t0, restart = float(t), True
+        t_rel = float(t) - self.t0
+        if restart:
+            self.restart_at(sample[0], sample[1])
+            self._flags[:2] = 0
+        try:
+            status = step(sample, tau, t_rel)
+        except np.linalg.LinAlgError:  # P lost positive definiteness
+            status = None
+        if status != OK:
+            error = singular if status == SINGULAR else diverged
+            raise error(self.name, t_rel, self.samples)
+        self.samples += 1
+        return self.x[-self.lam0.shape[0] :].copy()
+
+
+class SigmaPointFilter(CompiledSteps, StreamFilter):
     """UKF or CDKF (``rule``) on the process model, mean x and covariance P (module docstring).
 
     Args:
@@ -119,13 +179,7 @@ class SigmaPointFilter(StreamFilter):
         self.rule, self.name = rule, name
         # P's lower triangle, Fortran-ordered (what LAPACK's Cholesky reads): the upper one is not kept
         self._x, self._P = np.zeros(process.dim_x), np.eye(process.dim_x, order="F")
-        # the compiled step's state (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`): the pending sample,
-        # its torque noise, the acceleration before it, flags [predict pending, acceleration before it, physical]
-        n = process.n
-        self._step_pending, self._step_noise = np.zeros((3, n)), np.zeros((n, n))
-        self._step_previous, self._flags = np.zeros(n), np.zeros(3, dtype=np.int64)
-        chained = one_call and process.chain is not None
-        self._noise = schedule.kernel_noise(process.rows, process.dt, self.lam0) if chained else None
+        self._init_steps(process, schedule, one_call)
 
     @classmethod
     def ukf(cls, process, schedule, lam0, alpha: float, beta: float, kappa: float, one_call: bool = False):
@@ -142,15 +196,6 @@ class SigmaPointFilter(StreamFilter):
         return self._x
 
     @property
-    def physical(self) -> bool:
-        """Whether the mean's mass matrix has been positive definite (:meth:`check_physical`)."""
-        return bool(self._flags[2])
-
-    @physical.setter
-    def physical(self, value: bool) -> None:
-        self._flags[2] = value
-
-    @property
     def P(self):
         return full_symmetric(self._P)
 
@@ -161,56 +206,34 @@ class SigmaPointFilter(StreamFilter):
     def restart(self, x, P):
         self._x, self._P = x.copy(), np.array(P, dtype=float, order="F")
 
-    def check_physical(self, Minv: np.ndarray) -> None:
-        """Raise :class:`~robotid_sim_plugins.ekf.process.SingularMassMatrix` where the mass matrix at the mean
-        (its inverse Minv (n, n)) stopped being positive definite: the estimate left the physical parameters, and
-        its forward dynamics mean nothing (the filter diverged, however finite its numbers). A start whose mass
-        matrix is not positive definite (λ0 = 0.1 on a large robot) is left to reach one first."""
-        if positive_definite(Minv):  # its symmetric part
-            self.physical = True
-        elif self.physical:
-            raise SingularMassMatrix
-
     def update(self, t, q, qd, qdd, tau, restart=False):
         """:meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update`; with ``one_call`` on a compiled chain one
         compiled call (:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`: the same numbers to rounding)."""
         if self._noise is None:
             return super().update(t, q, qd, qdd, tau, restart)
-        from robotid_sim_plugins.ekf.sigma_step import OK, SINGULAR, sigma_step
+        return self.compiled_update(t, q, qd, qdd, tau, restart, self._step)
 
-        sample, tau = np.array((q, qd, qdd), dtype=float), np.array(tau, dtype=float)
-        if self.samples == 0:
-            self.t0, restart = float(t), True
-        t_rel = float(t) - self.t0
-        if restart:
-            self.restart_at(sample[0], sample[1])
-            self._flags[:2] = 0
+    def _step(self, sample: np.ndarray, tau: np.ndarray, t_rel: float) -> int:
+        from robotid_sim_plugins.ekf.sigma_step import sigma_step
+
         rule = self.rule
-        try:
-            status = sigma_step(
-                self.process.chain.arrays,
-                self._noise,
-                rule.Wm,
-                rule.gamma,
-                rule.second,
-                rule.centre,
-                self._x,
-                self._P,
-                self._step_pending,
-                self._step_noise,
-                self._step_previous,
-                self._flags,
-                sample,
-                tau,
-                t_rel,
-            )
-        except np.linalg.LinAlgError:  # P lost positive definiteness
-            status = None
-        if status != OK:
-            error = singular if status == SINGULAR else diverged
-            raise error(self.name, t_rel, self.samples)
-        self.samples += 1
-        return self._x[-self.lam0.shape[0] :].copy()
+        return sigma_step(
+            self.process.chain.arrays,
+            self._noise,
+            rule.Wm,
+            rule.gamma,
+            rule.second,
+            rule.centre,
+            self._x,
+            self._P,
+            self._step_pending,
+            self._step_noise,
+            self._step_previous,
+            self._flags,
+            sample,
+            tau,
+            t_rel,
+        )
 
     def predict(self, tau, qdd, Q):
         rule = self.rule

@@ -176,21 +176,41 @@ def lambda_points(mean, change, tau, qdd, plus, minus, Minv):  # pragma: no cove
 @numba.njit(cache=True)
 def positive_definite(A):  # pragma: no cover - compiled
     """Whether the symmetric part of A (n, n) has a Cholesky factor."""
-    n = A.shape[0]
-    L = np.empty((n, n))
-    for j in range(n):
-        s = A[j, j]
+    return lower_cholesky(0.5 * (A + A.T))
+
+
+@numba.njit(cache=True)
+def lower_cholesky(A, semidefinite=False):  # pragma: no cover - compiled
+    """A's lower triangle (k, k) ← its Cholesky factor, in place (the upper triangle untouched); False where A is
+    not positive definite (A then means nothing). ``semidefinite``: a pivot at or below zero (rounding's, for a
+    positive semi-definite A) is taken as zero with its column, and the factor is always completed."""
+    k = A.shape[0]
+    for j in range(k):
         for c in range(j):
-            s -= L[j, c] * L[j, c]
-        if not s > 0.0:
-            return False
-        L[j, j] = np.sqrt(s)
-        for i in range(j + 1, n):
-            s = 0.5 * (A[i, j] + A[j, i])
+            A[j, j] -= A[j, c] * A[j, c]
+        if not A[j, j] > 0.0:
+            if not semidefinite:
+                return False
+            A[j:, j] = 0.0
+            continue
+        A[j, j] = np.sqrt(A[j, j])
+        for i in range(j + 1, k):
             for c in range(j):
-                s -= L[i, c] * L[j, c]
-            L[i, j] = s / L[j, j]
+                A[i, j] -= A[i, c] * A[j, c]
+            A[i, j] /= A[j, j]
     return True
+
+
+@numba.njit(cache=True)
+def measured_rows(states, qdd, rows):  # pragma: no cover - compiled
+    """(2d + 1, m) the measured ``rows`` (m,) of [q, qd, qdd] at the points: their ``states`` (2d + 1, 2n) and
+    ``qdd`` (2d + 1, n)."""
+    n2, m = states.shape[1], rows.shape[0]
+    V = np.empty((states.shape[0], m))
+    for s in range(states.shape[0]):
+        for r in range(m):
+            V[s, r] = states[s, rows[r]] if rows[r] < n2 else qdd[s, rows[r] - n2]
+    return V
 
 
 @numba.njit(cache=True)
@@ -305,25 +325,12 @@ def sigma_correct(x, P, L, states, qdd, rows, z, R, Wm, gamma, weight, centre_we
     transform (:func:`sigma_moments`) plus R (m, m): P_zz = S_z S_zᵀ, K = P_xz P_zz⁻¹ = W S_z⁻¹ with
     W = L F S_z⁻ᵀ, x + W S_z⁻¹ (z − z_p) and P − W Wᵀ on P's lower triangle. False where P_zz is not positive
     definite (the filter diverged; nothing changed)."""
-    d, n, m = x.shape[0], qdd.shape[1], rows.shape[0]
-    n2 = 2 * n
-    V = np.empty((2 * d + 1, m))
-    for s in range(2 * d + 1):
-        for r in range(m):
-            V[s, r] = states[s, rows[r]] if rows[r] < n2 else qdd[s, rows[r] - n2]
+    d, m = x.shape[0], rows.shape[0]
     zp, first, Sz = np.empty(m), np.empty((d, m)), np.empty((m, m))
-    sigma_moments(V, Wm, gamma, weight, centre_weight, zp, first, Sz)
+    sigma_moments(measured_rows(states, qdd, rows), Wm, gamma, weight, centre_weight, zp, first, Sz)
     Sz += R
-    for j in range(m):  # Sz's lower triangle ← its Cholesky factor
-        for c in range(j):
-            Sz[j, j] -= Sz[j, c] * Sz[j, c]
-        if not Sz[j, j] > 0.0:
-            return False
-        Sz[j, j] = np.sqrt(Sz[j, j])
-        for i in range(j + 1, m):
-            for c in range(j):
-                Sz[i, j] -= Sz[i, c] * Sz[j, c]
-            Sz[i, j] /= Sz[j, j]
+    if not lower_cholesky(Sz):
+        return False
     # Wᵀ = S_z⁻¹ P_xzᵀ (m, d), P_xz = L F: by rows, each step a whole row (no reduction along a row, which the
     # compiler cannot vectorise)
     Wt = np.dot(first.T, L.T)

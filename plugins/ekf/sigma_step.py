@@ -30,6 +30,48 @@ def _lower_factor(P):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def process_noise(noise, pending, pending_noise, previous_qdd, flags, d):  # pragma: no cover - compiled
+    """(Q's (2n, 2n) block of the states, its λ block's diagonal (b,)) of the pending sample's Euler step, the
+    noise of ``NoiseSchedule.process_noise`` from the schedule's tuple (arguments as :func:`sigma_step`'s)."""
+    tempering, warmup, unit_state, floor, q_lam, annealing, dt = noise[2:9]
+    n = pending.shape[1]
+    n2 = 2 * n
+    Q = np.zeros((n2, n2))
+    if unit_state:
+        for i in range(n2):
+            Q[i, i] = 1.0
+    else:
+        for i in range(n):
+            for j in range(n):
+                Q[n + i, n + j] = dt**2 * pending_noise[i, j]
+            Q[i, i] = (0.5 * dt**2 * pending[1, i]) ** 2 + floor[i]
+            Q[n + i, n + i] += floor[n + i]
+            if flags[1]:
+                Q[n + i, n + i] += (0.5 * dt * (pending[1, i] - previous_qdd[i])) ** 2
+    decay = 1.0 if math.isinf(annealing) else math.exp(-pending[2, 0] / annealing)
+    return Q, np.full(d - n2, q_lam * decay)
+
+
+@numba.njit(cache=True)
+def measurement_noise(noise, sample, tau_noise, t_rel):  # pragma: no cover - compiled
+    """(the measured rows z (m,) of the sample (3, n), their noise R (m, m)): ``NoiseSchedule.measurement_noise``
+    with the torque noise R_τ (n, n) at time t_rel, from the schedule's tuple."""
+    r0, tempering, warmup, rows = noise[0], noise[2], noise[3], noise[9]
+    n, m = sample.shape[1], rows.shape[0]
+    z, R = np.empty(m), np.zeros((m, m))
+    for r in range(m):
+        z[r] = sample[rows[r] // n, rows[r] % n]
+        R[r, r] = r0[rows[r]]
+    if rows[m - 1] >= 2 * n:  # the accelerations measured: their rows are the last n
+        for i in range(n):
+            for j in range(n):
+                R[m - n + i, m - n + j] += tau_noise[i, j]
+    if tempering:
+        R *= 1.0 + tempering * math.exp(-t_rel / warmup)
+    return z, R
+
+
+@numba.njit(cache=True)
 def sigma_step(
     chain, noise, Wm, gamma, second, centre, x, P, pending, pending_noise, previous_qdd, flags, sample, tau, t_rel
 ):  # pragma: no cover - compiled
@@ -48,25 +90,12 @@ def sigma_step(
     Returns :data:`OK`, :data:`SINGULAR` or :data:`NOT_POSITIVE_DEFINITE` (x and P then mean nothing); raises
     LinAlgError where P has no Cholesky factor.
     """
-    r0, tau_var, tempering, warmup, unit_state, floor, q_lam, annealing, dt, rows = noise[:10]
+    dt = noise[8]
     d, n = x.shape[0], tau.shape[0]
     n2 = 2 * n
     states, qdd, Minv = np.empty((2 * d + 1, n2)), np.empty((2 * d + 1, n)), np.empty((n, n))
-    if flags[0]:  # the noise of NoiseSchedule.process_noise, by its blocks
-        Q = np.zeros((n2, n2))
-        if unit_state:
-            for i in range(n2):
-                Q[i, i] = 1.0
-        else:
-            for i in range(n):
-                for j in range(n):
-                    Q[n + i, n + j] = dt**2 * pending_noise[i, j]
-                Q[i, i] = (0.5 * dt**2 * pending[1, i]) ** 2 + floor[i]
-                Q[n + i, n + i] += floor[n + i]
-                if flags[1]:
-                    Q[n + i, n + i] += (0.5 * dt * (pending[1, i] - previous_qdd[i])) ** 2
-        decay = 1.0 if math.isinf(annealing) else math.exp(-pending[2, 0] / annealing)
-        q_lambda = np.full(d - n2, q_lam * decay)
+    if flags[0]:
+        Q, q_lambda = process_noise(noise, pending, pending_noise, previous_qdd, flags, d)
         L = _lower_factor(P)
         if not sigma_dynamics(chain, x, L, gamma, pending[0], states, qdd, Minv):
             return SINGULAR
@@ -76,28 +105,42 @@ def sigma_step(
     L = _lower_factor(P)
     if not sigma_dynamics(chain, x, L, gamma, tau, states, qdd, Minv):
         return SINGULAR
-    if positive_definite(Minv):  # SigmaPointFilter.check_physical
-        flags[2] = 1
-    elif flags[2]:
+    physical, tau_noise, z, R = correction_noise(Minv, flags, noise, sample, t_rel)
+    if not physical:
         return SINGULAR
-    tau_noise = (Minv * tau_var) @ Minv.T
-    m = rows.shape[0]
-    z, R = np.empty(m), np.zeros((m, m))  # NoiseSchedule.measurement_noise
-    for r in range(m):
-        z[r] = sample[rows[r] // n, rows[r] % n]
-        R[r, r] = r0[rows[r]]
-    if rows[m - 1] >= n2:  # the accelerations measured: their rows are the last n
-        for i in range(n):
-            for j in range(n):
-                R[m - n + i, m - n + j] += tau_noise[i, j]
-    if tempering:
-        R *= 1.0 + tempering * math.exp(-t_rel / warmup)
-    if not sigma_correct(x, P, L, states, qdd, rows, z, R, Wm, gamma, second, centre):
+    if not sigma_correct(x, P, L, states, qdd, noise[9], z, R, Wm, gamma, second, centre):
         return NOT_POSITIVE_DEFINITE
+    return hold(x, pending, pending_noise, flags, tau, qdd[0], tau_noise, t_rel)
+
+
+@numba.njit(cache=True)
+def still_physical(Minv, flags):  # pragma: no cover - compiled
+    """``SigmaPointFilter.check_physical`` of the mean's M⁻¹ (n, n): False where its mass matrix stopped being
+    positive definite (``flags[2]``: it has been)."""
+    if positive_definite(Minv):
+        flags[2] = 1
+        return True
+    return not flags[2]
+
+
+@numba.njit(cache=True)
+def correction_noise(Minv, flags, noise, sample, t_rel):  # pragma: no cover - compiled
+    """(whether the mean is still a physical model (:func:`still_physical`), its torque noise R_τ (n, n), the
+    measured rows z (m,) and their noise R (m, m) (:func:`measurement_noise`)) of a correction at the mean's M⁻¹."""
+    physical = still_physical(Minv, flags)
+    tau_noise = (Minv * noise[1]) @ Minv.T
+    z, R = measurement_noise(noise, sample, tau_noise, t_rel)
+    return physical, tau_noise, z, R
+
+
+@numba.njit(cache=True)
+def hold(x, pending, pending_noise, flags, tau, qdd, tau_noise, t_rel):  # pragma: no cover - compiled
+    """The end of a step: :data:`NOT_POSITIVE_DEFINITE` where the mean x is not finite, else the sample (its
+    torque τ, the mean's acceleration qdd (n,), its torque noise, its time) kept for the next predict, :data:`OK`."""
     if not np.all(np.isfinite(x)):
         return NOT_POSITIVE_DEFINITE
     pending[0] = tau
-    pending[1] = qdd[0]
+    pending[1] = qdd
     pending[2, 0] = t_rel
     pending_noise[:] = tau_noise
     flags[0] = 1

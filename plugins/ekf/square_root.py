@@ -37,7 +37,7 @@ import math
 import numba
 import numpy as np
 from robotid_sim_plugins.ekf.process import Linearization, SingularMassMatrix
-from robotid_sim_plugins.ekf.sigma import SigmaPointFilter, SigmaRule, cholesky
+from robotid_sim_plugins.ekf.sigma import CompiledSteps, SigmaRule, cholesky
 from robotid_sim_plugins.ekf.stream import (
     StreamFilter,
     mass_matrix,
@@ -106,11 +106,16 @@ def psd_sqrt(Q: np.ndarray) -> np.ndarray:
 
 
 def noisy_factor(compound: np.ndarray, q_lambda: np.ndarray, n2: int) -> np.ndarray:
-    """The lower factor S (d, d) of compoundᵀ compound + diag(0, q_lambda) for the Fortran-ordered compound (N, d)
-    (overwritten) and the parameters' process noise q_lambda (b,) (the diagonal of Q's λ block, b = d − n2; Q is
-    block-diagonal between the first n2 states and λ, :class:`~robotid_sim_plugins.ekf.noise.ProcessNoise`). That
-    root, upper-triangular under the compound's triangle R, only meets R's λ block: the QR of that block over it
-    (LAPACK's triangular-pentagonal QR)."""
+    """The lower factor S (d, d) of compoundᵀ compound + diag(0, q_lambda): Rᵀ of :func:`noisy_triangle`'s R."""
+    return lower_factor(noisy_triangle(compound, q_lambda, n2))
+
+
+def noisy_triangle(compound: np.ndarray, q_lambda: np.ndarray, n2: int) -> np.ndarray:
+    """The (d, d) view of the upper triangle R with Rᵀ R = compoundᵀ compound + diag(0, q_lambda) for the
+    Fortran-ordered compound (N, d) (overwritten; the view is of it) and the parameters' process noise q_lambda
+    (b,) (the diagonal of Q's λ block, b = d − n2; Q is block-diagonal between the first n2 states and λ,
+    :class:`~robotid_sim_plugins.ekf.noise.ProcessNoise`). That root, upper-triangular under the compound's
+    triangle R, only meets R's λ block: the QR of that block over it (LAPACK's triangular-pentagonal QR)."""
     b = compound.shape[1] - n2
     R = qr_triangle(compound)
     noise = np.zeros((b, b), order="F")
@@ -119,7 +124,7 @@ def noisy_factor(compound: np.ndarray, q_lambda: np.ndarray, n2: int) -> np.ndar
     if info:
         raise np.linalg.LinAlgError("QR")
     R[n2:, n2:] = block
-    return lower_factor(R)
+    return R
 
 
 @numba.njit(cache=True)
@@ -134,7 +139,9 @@ def carlson_update(S, F, residual, dx):  # pragma: no cover - compiled
     α = 1 + Σ fᵢ² (f = Sᵀ hᵀ), which never fall below 1: the covariance stays S Sᵀ, positive semi-definite
     whatever the rounding, and the diagonal keeps its sign. The rows still to come are carried through the same
     U (F ← Uᵀ F) and their residuals through the step's correction (h' P hᵀ = f'ᵀ f), so H itself, or S⁻¹ where
-    only S F is known (the sigma-point filters' P_xz), is never needed. O(d²) a measurement."""
+    only S F is known (the sigma-point filters' P_xz), is never needed. O(d²) a measurement, O(d·k) where its f
+    has k non-zero entries (the sigma-point filters' q and qd rows: the points that move λ only do not move them,
+    so their f is zero on S's last b columns; a zero entry leaves U's column the identity's, exactly)."""
     d, m = F.shape
     St = S.T  # row-major: S's columns as contiguous rows
     w, carried, dots = np.empty(d), np.empty(m), np.empty(m)
@@ -142,13 +149,16 @@ def carlson_update(S, F, residual, dx):  # pragma: no cover - compiled
     for j in range(m):
         dots[:] = 0.0  # h' P hᵀ = f'ᵀ f for the rows still to come
         for c in range(d):
-            for k in range(j + 1, m):
-                dots[k] += F[c, k] * F[c, j]
+            if F[c, j] != 0.0:
+                for k in range(j + 1, m):
+                    dots[k] += F[c, k] * F[c, j]
         w[:] = 0.0
         carried[:] = 0.0
         alpha = 1.0
         for c in range(d - 1, -1, -1):  # the columns of S, last first (an upper factor's in the reverse order)
             sigma = F[c, j]
+            if sigma == 0.0:  # a column the row does not see: η = 1, ζ = 0 exactly, nothing changes
+                continue
             beta = alpha
             alpha = beta + sigma * sigma
             gamma = math.sqrt(alpha * beta)
@@ -227,7 +237,7 @@ class _CholeskyState(StreamFilter):
         self.S = cholesky(P)
 
 
-class SquareRootSigmaFilter(_CholeskyState):
+class SquareRootSigmaFilter(CompiledSteps, _CholeskyState):
     """SR-UKF or SR-CDKF (``rule``; module docstring): the points and transform of
     :class:`~robotid_sim_plugins.ekf.sigma.SigmaPointFilter` from the factor S.
 
@@ -235,15 +245,15 @@ class SquareRootSigmaFilter(_CholeskyState):
         process, schedule, lam0: as :class:`~robotid_sim_plugins.ekf.stream.StreamFilter`.
         rule: the transform (:class:`~robotid_sim_plugins.ekf.sigma.SigmaRule`).
         name: the estimator's name.
+        one_call: on a compiled chain, each sample as two compiled calls around LAPACK's QR (:meth:`update`);
+            else the Python sequence.
     """
 
-    def __init__(self, process, schedule, lam0, rule: SigmaRule, name: str):
+    def __init__(self, process, schedule, lam0, rule: SigmaRule, name: str, one_call: bool = False):
         super().__init__(process, schedule, lam0)
         self.rule, self.name = rule, name
         self._init_state(process.dim_x)
-        self.physical = False
-
-    check_physical = SigmaPointFilter.check_physical
+        self._init_steps(process, schedule, one_call)
 
     def propagate(self, L: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The transform's :meth:`~SigmaRule.roots` of g = [qd, qdd] (2n) over the points of the mean and its
@@ -292,6 +302,29 @@ class SquareRootSigmaFilter(_CholeskyState):
         self.S, dx = whitened_update(self.S, first, z - zp, cholesky(Rz))
         self._x = self._x + dx
         return qdd_mean, tau_noise
+
+    def update(self, t, q, qd, qdd, tau, restart=False):
+        """:meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update`; with ``one_call`` on a compiled chain two
+        compiled calls around LAPACK's QR (:mod:`~robotid_sim_plugins.ekf.square_root_step`: the same numbers to
+        rounding)."""
+        if self._noise is None:
+            return super().update(t, q, qd, qdd, tau, restart)
+        return self.compiled_update(t, q, qd, qdd, tau, restart, self._step)
+
+    def _step(self, sample: np.ndarray, tau: np.ndarray, t_rel: float) -> int:
+        from robotid_sim_plugins.ekf.square_root_step import OK, sr_correct, sr_predict
+
+        rule, chain, n2, d = self.rule, self.process.chain.arrays, 2 * self.process.n, self.process.dim_x
+        args = (chain, self._noise, rule.Wm, rule.gamma, rule.second, rule.centre, self._x, self.S)
+        pending, triangle = (self._step_pending, self._step_noise), self.S
+        if self._flags[0]:
+            compound = np.empty((d + n2, d), order="F")
+            status, q_lambda = sr_predict(*args, *pending, self._step_previous, self._flags, compound)
+            if status != OK:
+                return status
+            triangle = np.asfortranarray(noisy_triangle(compound, q_lambda, n2))  # S's layout: one compilation
+        predicted = triangle is not self.S
+        return sr_correct(*args, triangle, predicted, *pending, self._flags, sample, tau, t_rel)
 
 
 class SquareRootEKF(_CholeskyState):
