@@ -312,19 +312,22 @@ class SquareRootSigmaFilter(CompiledSteps, _CholeskyState):
         return self.compiled_update(t, q, qd, qdd, tau, restart, self._step)
 
     def _step(self, sample: np.ndarray, tau: np.ndarray, t_rel: float) -> int:
-        from robotid_sim_plugins.ekf.square_root_step import OK, sr_correct, sr_predict
+        from robotid_sim_plugins.ekf.compiled import sigma_dynamics
+        from robotid_sim_plugins.ekf.square_root_step import SINGULAR, sr_correct, sr_predict
 
-        rule, chain, n2, d = self.rule, self.process.chain.arrays, 2 * self.process.n, self.process.dim_x
-        args = (chain, self._noise, rule.Wm, rule.gamma, rule.second, rule.centre, self._x, self.S)
-        pending, triangle = (self._step_pending, self._step_noise), self.S
+        rule, chain, n, d = self.rule, self.process.chain.arrays, self.process.n, self.process.dim_x
+        states, qdd, Minv = np.empty((2 * d + 1, 2 * n)), np.empty((2 * d + 1, n)), np.empty((n, n))
+        head = (self._noise, rule.Wm, rule.gamma, rule.second, rule.centre, self._x, self.S, states, qdd)
+        pending = (self._step_pending, self._step_noise)
         if self._flags[0]:
-            compound = np.empty((d + n2, d), order="F")
-            status, q_lambda = sr_predict(*args, *pending, self._step_previous, self._flags, compound)
-            if status != OK:
-                return status
-            triangle = np.asfortranarray(noisy_triangle(compound, q_lambda, n2))  # S's layout: one compilation
-        predicted = triangle is not self.S
-        return sr_correct(*args, triangle, predicted, *pending, self._flags, sample, tau, t_rel)
+            if not sigma_dynamics(chain, self._x, self.S, rule.gamma, self._step_pending[0], states, qdd, Minv):
+                return SINGULAR
+            compound = np.empty((d + 2 * n, d), order="F")
+            q_lambda = sr_predict(*head, *pending, self._step_previous, self._flags, compound)
+            signed_lower(noisy_triangle(compound, q_lambda, 2 * n), self.S)  # the predicted factor, in place
+        if not sigma_dynamics(chain, self._x, self.S, rule.gamma, tau, states, qdd, Minv):
+            return SINGULAR
+        return sr_correct(*head, Minv, *pending, self._flags, sample, tau, t_rel)
 
 
 class SquareRootEKF(_CholeskyState):

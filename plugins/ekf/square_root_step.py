@@ -1,30 +1,30 @@
-"""The SR-UKF's and SR-CDKF's per-sample step on a compiled chain: two compiled calls around LAPACK's QR.
+"""The SR-UKF's and SR-CDKF's per-sample step on a compiled chain: compiled calls around LAPACK's QR.
 
 :class:`~robotid_sim_plugins.ekf.square_root.SquareRootSigmaFilter` runs, for each sample of a chain
-:class:`~robotid_sim_plugins.ekf.compiled.CompiledChain` accepts (``one_call``), :func:`sr_predict` (the pending
-sample's predict up to the compound matrix whose QR is the predicted factor), then
-:func:`~robotid_sim_plugins.ekf.square_root.noisy_triangle` (LAPACK's QR of the compound and the triangular-pentagonal
-QR of the parameters' noise, which numba's LAPACK does not offer without forming Q), then :func:`sr_correct` (the
-correction), what :meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update` sequences in Python (the same numbers
-to rounding: ``tests/test_sigma_step.py``). Statuses and the noise tuple as
-:func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`'s.
+:class:`~robotid_sim_plugins.ekf.compiled.CompiledChain` accepts (``one_call``): the points' dynamics
+(:func:`~robotid_sim_plugins.ekf.compiled.sigma_dynamics`), :func:`sr_predict` (the pending sample's predict up to
+the compound matrix whose QR is the predicted factor), :func:`~robotid_sim_plugins.ekf.square_root.noisy_triangle`
+(LAPACK's QR of the compound and the triangular-pentagonal QR of the parameters' noise, which numba's LAPACK does not
+offer without forming Q), the points' dynamics again and :func:`sr_correct` (the correction): what
+:meth:`~robotid_sim_plugins.ekf.stream.StreamFilter.update` sequences in Python (the same numbers to rounding:
+``tests/test_sigma_step.py``). The points' dynamics are called between the kernels rather than inside them, so that
+their compiled code is not compiled again into each kernel (numba optimises a kernel with its callees: about 20 s
+each). Statuses and the noise tuple as :func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`'s.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from robotid_sim_plugins.ekf.compiled import sigma_dynamics
 from robotid_sim_plugins.ekf.sigma_kernel import lower_cholesky, measured_rows, sigma_roots
 from robotid_sim_plugins.ekf.sigma_step import (
     NOT_POSITIVE_DEFINITE,
-    OK,
     SINGULAR,
     correction_noise,
     hold,
     process_noise,
 )
-from robotid_sim_plugins.ekf.square_root import signed_lower, whitened_carlson
+from robotid_sim_plugins.ekf.square_root import whitened_carlson
 
 
 @numba.njit(cache=True)
@@ -73,20 +73,18 @@ def qr_rows(A):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def sr_predict(
-    chain, noise, Wm, gamma, second, centre, x, S, pending, pending_noise, previous_qdd, flags, compound
+    noise, Wm, gamma, second, centre, x, S, states, qdd, pending, pending_noise, previous_qdd, flags, compound
 ):  # pragma: no cover - compiled
-    """The pending sample's predict (``SquareRootSigmaFilter.predict``) up to its QR, in place: x (d,) moved by
-    the Euler step, ``compound`` (d + 2n, d, Fortran-ordered) filled (Sᵀ with the first-order root of the points'
-    step on the columns of q and qd, then the Cholesky factor of the terms with those columns only); returns
-    (status, the λ block's process noise (b,)). S (d, d) is the lower factor before the predict; the other
-    arguments as :func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`'s."""
+    """The pending sample's predict (``SquareRootSigmaFilter.predict``) up to its QR, in place, from its points'
+    ``states`` (2d + 1, 2n) and ``qdd`` (2d + 1, n) (``sigma_dynamics`` of x (d,) and the lower factor S (d, d)
+    before the predict, with the pending sample's torque): x moved by the Euler step, ``compound`` (d + 2n, d,
+    Fortran-ordered) filled (Sᵀ with the first-order root of the points' step on the columns of q and qd, then the
+    triangle of the rows with those columns only); returns the λ block's process noise (b,). The other arguments
+    as :func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`'s."""
     dt = noise[8]
     d, n = x.shape[0], pending.shape[1]
     n2 = 2 * n
     Q, q_lambda = process_noise(noise, pending, pending_noise, previous_qdd, flags, d)
-    states, qdd, Minv = np.empty((2 * d + 1, n2)), np.empty((2 * d + 1, n)), np.empty((n, n))
-    if not sigma_dynamics(chain, x, S, gamma, pending[0], states, qdd, Minv):
-        return SINGULAR, q_lambda
     V = np.empty((2 * d + 1, n2))  # g = [qd, qdd] at the points
     V[:, :n] = states[:, n:]
     V[:, n:] = qdd
@@ -106,25 +104,19 @@ def sr_predict(
         x[i] += dt * g[i]
     previous_qdd[:] = pending[1]
     flags[1] = 1
-    return OK, q_lambda
+    return q_lambda
 
 
 @numba.njit(cache=True)
 def sr_correct(
-    chain, noise, Wm, gamma, second, centre, x, S, triangle, predicted, pending, pending_noise, flags, sample, tau, t
+    noise, Wm, gamma, second, centre, x, S, states, qdd, Minv, pending, pending_noise, flags, sample, tau, t
 ):  # pragma: no cover - compiled
-    """This sample's correction (``SquareRootSigmaFilter.correct``), in place, after the predict's ``triangle``
-    (d, d, upper) where ``predicted`` (S ← its signed transpose first): the points of x and S's, the measurement's
-    roots, R_z's Cholesky factor and Carlson's update of S (d, d, Fortran-ordered); the sample kept for the next
-    predict. Returns the status; t is the sample's time since the first (``sigma_step``'s ``t_rel``), the other
-    arguments as :func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`'s."""
-    d, n = x.shape[0], tau.shape[0]
-    n2 = 2 * n
-    if predicted:
-        signed_lower(triangle, S)
-    states, qdd, Minv = np.empty((2 * d + 1, n2)), np.empty((2 * d + 1, n)), np.empty((n, n))
-    if not sigma_dynamics(chain, x, S, gamma, tau, states, qdd, Minv):
-        return SINGULAR
+    """This sample's correction (``SquareRootSigmaFilter.correct``), in place, from the points' ``states``,
+    ``qdd`` and the mean's ``Minv`` (n, n) (``sigma_dynamics`` of x and the predicted factor S (d, d,
+    Fortran-ordered), with this sample's torque): the measurement's roots, R_z's Cholesky factor and Carlson's
+    update of S; the sample kept for the next predict. Returns the status; t is the sample's time since the first
+    (``sigma_step``'s ``t_rel``), the other arguments as :func:`~robotid_sim_plugins.ekf.sigma_step.sigma_step`'s."""
+    d = x.shape[0]
     physical, tau_noise, z, R = correction_noise(Minv, flags, noise, sample, t)
     if not physical:
         return SINGULAR
