@@ -2,6 +2,7 @@
 
     python benchmarks/online_speed.py [--robot hyper9] [--seconds 60] [--rate 1000] [--filter-seconds 10]
                                       [--estimators ols,adaline,hopfield,ekf,ukf,cdkf,sr_ukf,sr_cdkf,sr_ekf]
+                                      [--repeats 3]
 
 The data is exact (a multi-sine inside the joint limits, the torque of the true model), so it
 also reports how far each estimate is from the truth. Each estimator's figure is its cost per
@@ -20,11 +21,13 @@ sample, which decides whether it keeps up with the robot: at 1 kHz it must stay 
   without ``fit``'s bookkeeping (its recorded history and covariance eigenvalue checks).
 
 A filter that diverges from the default start (λ0 = 0.1) says where, and its cost is measured again from
-λ0 = 1.1 × the truth (CAD-like values). Times are wall-clock of one fit after a warm-up fit on the filters'
-record (numba compiles or loads its cache); ``cpu µs/step`` is the thread CPU time per sample of the filter's
-own loop (``cpu_seconds_per_step``; of the whole fit for the others): the same work, less inflated by other
-processes on a loaded machine. The load average and a reference BLAS product's time (the machine's speed at the
-time, which drifts on this shared machine) are printed last.
+λ0 = 1.1 × the truth (CAD-like values). Times are wall-clock of a fit after a warm-up fit on the filters'
+record (numba compiles or loads its cache), the median of ``--repeats`` fits (and of as many streams for
+``update µs``): this shared machine's speed drifts by 20–50 % within minutes, and one slow stretch moves a single
+fit's figure by as much; ``cpu µs/step`` is the thread CPU time per sample of the filter's own loop
+(``cpu_seconds_per_step``; of the whole fit for the others): the same work, less inflated by other processes on a
+loaded machine. The load average and a reference BLAS product's time (the machine's speed at the time) are
+printed last.
 """
 
 from __future__ import annotations
@@ -77,19 +80,40 @@ def reference_product_us(d: int = 118, m: int = 27, reps: int = 2000) -> float:
     return 1e6 * best
 
 
-def streamed(name: str, options: dict, problem) -> str:
+def streamed(name: str, options: dict, problem, repeats: int) -> str:
     """The cost of one ``update(sample)`` of the estimator's streaming API over ``problem``'s samples (thread
-    CPU µs, the mean over them): what a controller's thread pays per sample, without ``fit``'s bookkeeping
-    (the recorded history, the covariance's eigenvalue checks). "" for the estimators without one."""
+    CPU µs, the mean over them, the median of ``repeats`` streams): what a controller's thread pays per sample,
+    without ``fit``'s bookkeeping (the recorded history, the covariance's eigenvalue checks). "" for the
+    estimators without one."""
     if name not in ("ekf", *FILTERS):
         return ""
+    ds, costs = problem.dataset, []
     with threadpool_limits(1):
-        stream = get_estimator(name)(**options).stream(problem)
-        ds = problem.dataset
-        t0 = time.thread_time()
-        for k in range(ds.n_samples):
-            stream.update(ds.t[k], ds.q[k], ds.qd[k], ds.qdd[k], ds.tau[k])
-    return f"{1e6 * (time.thread_time() - t0) / ds.n_samples:.0f}"
+        for _ in range(repeats):
+            stream = get_estimator(name)(**options).stream(problem)
+            t0 = time.thread_time()
+            for k in range(ds.n_samples):
+                stream.update(ds.t[k], ds.q[k], ds.qd[k], ds.qdd[k], ds.tau[k])
+            costs.append((time.thread_time() - t0) / ds.n_samples)
+    return f"{1e6 * np.median(costs):.0f}"
+
+
+def timed_fits(name: str, options: dict, short, on, repeats: int):
+    """(the last model, the medians of wall-clock seconds, seconds per step and CPU seconds per step) of
+    ``repeats`` fits on ``on`` after a warm-up fit on ``short``, on one BLAS thread (what a controller's thread
+    has). Raises IdentificationError where the fit fails."""
+    samples, runs = on.dataset.n_samples, []
+    with threadpool_limits(1):
+        get_estimator(name)(**options).fit(short)
+        for _ in range(repeats):
+            t0, cpu0 = time.perf_counter(), time.thread_time()
+            model = get_estimator(name)(**options).fit(on)
+            elapsed, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
+            step = model.diagnostics.get("seconds_per_step")
+            epochs = model.diagnostics.get("epochs")
+            per_step = elapsed / (samples * epochs) if epochs else step if step else elapsed / samples
+            runs.append((elapsed, per_step, model.diagnostics.get("cpu_seconds_per_step", cpu / samples)))
+    return (model, *np.median(runs, axis=0))
 
 
 def main() -> None:
@@ -99,6 +123,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--filter-seconds", type=float, default=10.0, help="record length of the sigma-point filters")
     parser.add_argument("--estimators", default=",".join(("ols", "adaline", "hopfield", "ekf", *FILTERS)))
+    parser.add_argument("--repeats", type=int, default=3, help="timed fits (and streams) per estimator, median")
     args = parser.parse_args()
     robot = rid.load_robot(args.robot)
     t, q, qd, qdd = multisine(robot, args.seconds, args.rate)
@@ -116,24 +141,15 @@ def main() -> None:
         compiled = {"engine": "compiled"} if name in ("ekf", *FILTERS) else {}  # the step compiled however short
         starts = ((name, {}), (f"{name} (λ0 = 1.1·truth)", {"initial_parameters": list(1.1 * truth)}))
         for label, options in ((label, {**compiled, **options}) for label, options in starts):
-            with threadpool_limits(1):  # one core: what a controller's thread has
-                get_estimator(name)(**options).fit(short)
-                t0, cpu0 = time.perf_counter(), time.thread_time()
-                try:
-                    model = get_estimator(name)(**options).fit(on)
-                except IdentificationError as exc:  # a filter that diverged: its cost from a start near the truth
-                    print(f"{label}: {exc}")
-                    continue
-                elapsed, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
+            try:
+                model, elapsed, per_step, cpu_step = timed_fits(name, options, short, on, args.repeats)
+            except IdentificationError as exc:  # a filter that diverged: its cost from a start near the truth
+                print(f"{label}: {exc}")
+                continue
             samples = on.dataset.n_samples
             error = np.linalg.norm(model.base_values() - truth) / np.linalg.norm(truth)
-            step = model.diagnostics.get("seconds_per_step")
-            epochs = model.diagnostics.get("epochs")
-            per_step = 1e6 * (elapsed / (samples * epochs) if epochs else step if step else elapsed / samples)
-            per_sample = 1e6 * elapsed / samples
-            cpu_step = model.diagnostics.get("cpu_seconds_per_step", cpu / samples)
-            row = f"{label:10s} {elapsed:9.2f} {samples:8d} {per_sample:10.1f} {per_step:9.1f}"
-            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, on):>10s}")
+            row = f"{label:10s} {elapsed:9.2f} {samples:8d} {1e6 * elapsed / samples:10.1f} {1e6 * per_step:9.1f}"
+            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, on, args.repeats):>10s}")
             break
     print("load average (1, 5, 15 min):", " ".join(f"{v:.2f}" for v in os.getloadavg()))
     print(f"reference (118, 27) x (27, 118) product: {reference_product_us():.1f} µs (the machine's speed now)")
