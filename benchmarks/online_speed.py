@@ -16,15 +16,15 @@ sample, which decides whether it keeps up with the robot: at 1 kHz it must stay 
   model's Jacobian (the SR-EKF 1.4 ms a sample over the first 2 s against 2.1 ms over 10 s);
 - ``adaline`` and ``hopfield`` replay the stream (up to 100 epochs): their per-sample figure is the fit time
   over samples × epochs run, the cost of one update of the delta rule, beside the fit time over samples;
-- ``update µs`` (the Kalman filters): the mean thread CPU time of one ``update(sample)`` of the estimator's
-  streaming API (``stream(problem)``) over the record it was fitted on, what a controller's thread pays per sample
-  without ``fit``'s bookkeeping (its recorded history and covariance eigenvalue checks).
+- ``update µs`` (the Kalman filters): the thread CPU time of one ``update(sample)`` of the estimator's streaming
+  API (``stream(problem)``) over the record it was fitted on, each sample timed alone, the median and the mean over
+  the samples of ``--repeats`` streams: what a controller's thread pays per sample without ``fit``'s bookkeeping
+  (its recorded history and covariance eigenvalue checks).
 
 A filter that diverges from the default start (λ0 = 0.1) says where, and its cost is measured again from
 λ0 = 1.1 × the truth (CAD-like values). Times are wall-clock of a fit after a warm-up fit on the filters'
-record (numba compiles or loads its cache), the median of ``--repeats`` fits (and of as many streams for
-``update µs``): this shared machine's speed drifts by 20–50 % within minutes, and one slow stretch moves a single
-fit's figure by as much; ``cpu µs/step`` is the thread CPU time per sample of the filter's own loop
+record (numba compiles or loads its cache), the median of ``--repeats`` fits: this shared machine's speed
+drifts by 20–50 % within minutes, and one slow stretch moves a single fit's figure by as much; ``cpu µs/step`` is the thread CPU time per sample of the filter's own loop
 (``cpu_seconds_per_step``; of the whole fit for the others): the same work, less inflated by other processes on a
 loaded machine. The load average and a reference BLAS product's time (the machine's speed at the time) are
 printed last.
@@ -81,21 +81,23 @@ def reference_product_us(d: int = 118, m: int = 27, reps: int = 2000) -> float:
 
 
 def streamed(name: str, options: dict, problem, repeats: int) -> str:
-    """The cost of one ``update(sample)`` of the estimator's streaming API over ``problem``'s samples (thread
-    CPU µs, the mean over them, the median of ``repeats`` streams): what a controller's thread pays per sample,
-    without ``fit``'s bookkeeping (the recorded history, the covariance's eigenvalue checks). "" for the
-    estimators without one."""
+    """The cost of one ``update(sample)`` of the estimator's streaming API over ``problem``'s samples, ``repeats``
+    streams: what a controller's thread pays per sample, without ``fit``'s bookkeeping (the recorded history, the
+    covariance's eigenvalue checks). "median / mean" thread CPU µs of a sample over all of them (each sample timed
+    alone: the median is the typical sample's cost, which a slow stretch of this shared machine moves less than
+    the mean). "" for the estimators without one."""
     if name not in ("ekf", *FILTERS):
         return ""
-    ds, costs = problem.dataset, []
+    ds = problem.dataset
+    costs = np.empty((repeats, ds.n_samples))
     with threadpool_limits(1):
-        for _ in range(repeats):
+        for r in range(repeats):
             stream = get_estimator(name)(**options).stream(problem)
-            t0 = time.thread_time()
             for k in range(ds.n_samples):
+                t0 = time.thread_time()
                 stream.update(ds.t[k], ds.q[k], ds.qd[k], ds.qdd[k], ds.tau[k])
-            costs.append((time.thread_time() - t0) / ds.n_samples)
-    return f"{1e6 * np.median(costs):.0f}"
+                costs[r, k] = time.thread_time() - t0
+    return f"{1e6 * np.median(costs):.0f} / {1e6 * costs.mean():.0f}"
 
 
 def timed_fits(name: str, options: dict, short, on, repeats: int):
@@ -135,7 +137,7 @@ def main() -> None:
     size = f"{ds.n_samples} samples ({args.seconds:g} s at {args.rate:g} Hz), {problem.base.count} base parameters"
     print(f"{args.robot}: {size}; the filters {short.dataset.n_samples} samples")
     header = f"{'estimator':10s} {'fit [s]':>9s} {'samples':>8s} {'µs/sample':>10s} {'µs/step':>9s}"
-    print(f"{header} {'cpu µs/step':>12s} {'param error':>12s} {'update µs':>10s}")
+    print(f"{header} {'cpu µs/step':>12s} {'param error':>12s} {'update µs median / mean':>24s}")
     for name in args.estimators.split(","):
         on = short if name in FILTERS else problem
         compiled = {"engine": "compiled"} if name in ("ekf", *FILTERS) else {}  # the step compiled however short
@@ -149,7 +151,7 @@ def main() -> None:
             samples = on.dataset.n_samples
             error = np.linalg.norm(model.base_values() - truth) / np.linalg.norm(truth)
             row = f"{label:10s} {elapsed:9.2f} {samples:8d} {1e6 * elapsed / samples:10.1f} {1e6 * per_step:9.1f}"
-            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, on, args.repeats):>10s}")
+            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, on, args.repeats):>24s}")
             break
     print("load average (1, 5, 15 min):", " ".join(f"{v:.2f}" for v in os.getloadavg()))
     print(f"reference (118, 27) x (27, 118) product: {reference_product_us():.1f} µs (the machine's speed now)")
