@@ -21,13 +21,14 @@ sample, which decides whether it keeps up with the robot: at 1 kHz it must stay 
   the samples of ``--repeats`` streams: what a controller's thread pays per sample without ``fit``'s bookkeeping
   (its recorded history and covariance eigenvalue checks).
 
-A filter that diverges from the default start (λ0 = 0.1) says where, and its cost is measured again from
-λ0 = 1.1 × the truth (CAD-like values). Times are wall-clock of a fit after a warm-up fit on the filters'
-record (numba compiles or loads its cache), the median of ``--repeats`` fits: this shared machine's speed
-drifts by 20–50 % within minutes, and one slow stretch moves a single fit's figure by as much; ``cpu µs/step`` is the thread CPU time per sample of the filter's own loop
-(``cpu_seconds_per_step``; of the whole fit for the others): the same work, less inflated by other processes on a
-loaded machine. The load average and a reference BLAS product's time (the machine's speed at the time) are
-printed last.
+A filter that diverges from the default start (λ0 = 0.1) in its warm-up fit (on its record: numba compiles or
+loads its cache) says where, and its cost is measured from λ0 = 1.1 × the truth (CAD-like values) instead. Then
+``--repeats`` rounds, each a timed fit and a stream of every estimator in turn (a slow stretch of this shared
+machine, whose speed drifts by 20–50 % over minutes, falls on one round of each, not on all of one estimator's):
+the fit figures are the medians over the rounds, wall-clock; ``cpu µs/step`` is the thread CPU time per sample of
+the filter's own loop (``cpu_seconds_per_step``; of the whole fit for the others): the same work, less inflated
+by other processes on a loaded machine. The load average and a reference BLAS product's time (the machine's
+speed at the time) are printed last.
 """
 
 from __future__ import annotations
@@ -80,42 +81,33 @@ def reference_product_us(d: int = 118, m: int = 27, reps: int = 2000) -> float:
     return 1e6 * best
 
 
-def streamed(name: str, options: dict, problem, repeats: int) -> str:
-    """The cost of one ``update(sample)`` of the estimator's streaming API over ``problem``'s samples, ``repeats``
-    streams: what a controller's thread pays per sample, without ``fit``'s bookkeeping (the recorded history, the
-    covariance's eigenvalue checks). "median / mean" thread CPU µs of a sample over all of them (each sample timed
-    alone: the median is the typical sample's cost, which a slow stretch of this shared machine moves less than
-    the mean). "" for the estimators without one."""
+def stream_costs(name: str, options: dict, problem) -> np.ndarray | None:
+    """(N,) the thread CPU seconds of each ``update(sample)`` of the estimator's streaming API over ``problem``'s
+    samples, each timed alone: what a controller's thread pays per sample, without ``fit``'s bookkeeping (the
+    recorded history, the covariance's eigenvalue checks). None for the estimators without one."""
     if name not in ("ekf", *FILTERS):
-        return ""
+        return None
     ds = problem.dataset
-    costs = np.empty((repeats, ds.n_samples))
-    with threadpool_limits(1):
-        for r in range(repeats):
-            stream = get_estimator(name)(**options).stream(problem)
-            for k in range(ds.n_samples):
-                t0 = time.thread_time()
-                stream.update(ds.t[k], ds.q[k], ds.qd[k], ds.qdd[k], ds.tau[k])
-                costs[r, k] = time.thread_time() - t0
-    return f"{1e6 * np.median(costs):.0f} / {1e6 * costs.mean():.0f}"
+    costs = np.empty(ds.n_samples)
+    stream = get_estimator(name)(**options).stream(problem)
+    for k in range(ds.n_samples):
+        t0 = time.thread_time()
+        stream.update(ds.t[k], ds.q[k], ds.qd[k], ds.qdd[k], ds.tau[k])
+        costs[k] = time.thread_time() - t0
+    return costs
 
 
-def timed_fits(name: str, options: dict, short, on, repeats: int):
-    """(the last model, the medians of wall-clock seconds, seconds per step and CPU seconds per step) of
-    ``repeats`` fits on ``on`` after a warm-up fit on ``short``, on one BLAS thread (what a controller's thread
-    has). Raises IdentificationError where the fit fails."""
-    samples, runs = on.dataset.n_samples, []
-    with threadpool_limits(1):
-        get_estimator(name)(**options).fit(short)
-        for _ in range(repeats):
-            t0, cpu0 = time.perf_counter(), time.thread_time()
-            model = get_estimator(name)(**options).fit(on)
-            elapsed, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
-            step = model.diagnostics.get("seconds_per_step")
-            epochs = model.diagnostics.get("epochs")
-            per_step = elapsed / (samples * epochs) if epochs else step if step else elapsed / samples
-            runs.append((elapsed, per_step, model.diagnostics.get("cpu_seconds_per_step", cpu / samples)))
-    return (model, *np.median(runs, axis=0))
+def timed_fit(name: str, options: dict, on) -> tuple:
+    """(the model, wall-clock seconds, seconds per step, CPU seconds per step) of one fit on ``on``. Raises
+    IdentificationError where the fit fails."""
+    samples = on.dataset.n_samples
+    t0, cpu0 = time.perf_counter(), time.thread_time()
+    model = get_estimator(name)(**options).fit(on)
+    elapsed, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
+    step = model.diagnostics.get("seconds_per_step")
+    epochs = model.diagnostics.get("epochs")
+    per_step = elapsed / (samples * epochs) if epochs else step if step else elapsed / samples
+    return model, elapsed, per_step, model.diagnostics.get("cpu_seconds_per_step", cpu / samples)
 
 
 def main() -> None:
@@ -125,7 +117,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--filter-seconds", type=float, default=10.0, help="record length of the sigma-point filters")
     parser.add_argument("--estimators", default=",".join(("ols", "adaline", "hopfield", "ekf", *FILTERS)))
-    parser.add_argument("--repeats", type=int, default=3, help="timed fits (and streams) per estimator, median")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of timed fits and streams, median")
     args = parser.parse_args()
     robot = rid.load_robot(args.robot)
     t, q, qd, qdd = multisine(robot, args.seconds, args.rate)
@@ -136,23 +128,37 @@ def main() -> None:
     truth = robot.base_parameters().true_values()
     size = f"{ds.n_samples} samples ({args.seconds:g} s at {args.rate:g} Hz), {problem.base.count} base parameters"
     print(f"{args.robot}: {size}; the filters {short.dataset.n_samples} samples")
+    with threadpool_limits(1):  # one core: what a controller's thread has
+        runs = []  # (label, name, options, record): the warm-up fit (numba compiles or loads its cache) decides
+        for name in args.estimators.split(","):
+            on = short if name in FILTERS else problem
+            compiled = {"engine": "compiled"} if name in ("ekf", *FILTERS) else {}  # the step compiled however short
+            starts = ((name, {}), (f"{name} (λ0 = 1.1·truth)", {"initial_parameters": list(1.1 * truth)}))
+            for label, options in ((label, {**compiled, **options}) for label, options in starts):
+                try:
+                    get_estimator(name)(**options).fit(on)
+                except IdentificationError as exc:  # a filter that diverged: its cost from a start near the truth
+                    print(f"{label}: {exc}")
+                    continue
+                runs.append((label, name, options, on))
+                break
+        fits, costs = {run[0]: [] for run in runs}, {run[0]: [] for run in runs}
+        for _ in range(args.repeats):  # rounds over the estimators: a slow stretch falls on one round of each
+            for label, name, options, on in runs:
+                fits[label].append(timed_fit(name, options, on))
+                costs[label].append(stream_costs(name, options, on))
     header = f"{'estimator':10s} {'fit [s]':>9s} {'samples':>8s} {'µs/sample':>10s} {'µs/step':>9s}"
     print(f"{header} {'cpu µs/step':>12s} {'param error':>12s} {'update µs median / mean':>24s}")
-    for name in args.estimators.split(","):
-        on = short if name in FILTERS else problem
-        compiled = {"engine": "compiled"} if name in ("ekf", *FILTERS) else {}  # the step compiled however short
-        starts = ((name, {}), (f"{name} (λ0 = 1.1·truth)", {"initial_parameters": list(1.1 * truth)}))
-        for label, options in ((label, {**compiled, **options}) for label, options in starts):
-            try:
-                model, elapsed, per_step, cpu_step = timed_fits(name, options, short, on, args.repeats)
-            except IdentificationError as exc:  # a filter that diverged: its cost from a start near the truth
-                print(f"{label}: {exc}")
-                continue
-            samples = on.dataset.n_samples
-            error = np.linalg.norm(model.base_values() - truth) / np.linalg.norm(truth)
-            row = f"{label:10s} {elapsed:9.2f} {samples:8d} {1e6 * elapsed / samples:10.1f} {1e6 * per_step:9.1f}"
-            print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {streamed(name, options, on, args.repeats):>24s}")
-            break
+    for label, _, _, on in runs:
+        samples = on.dataset.n_samples
+        elapsed, per_step, cpu_step = np.median([fit[1:] for fit in fits[label]], axis=0)
+        error = np.linalg.norm(fits[label][-1][0].base_values() - truth) / np.linalg.norm(truth)
+        update = ""
+        if costs[label][0] is not None:
+            every = np.concatenate(costs[label])
+            update = f"{1e6 * np.median(every):.0f} / {1e6 * every.mean():.0f}"
+        row = f"{label:10s} {elapsed:9.2f} {samples:8d} {1e6 * elapsed / samples:10.1f} {1e6 * per_step:9.1f}"
+        print(f"{row} {1e6 * cpu_step:12.1f} {error:12.2e} {update:>24s}")
     print("load average (1, 5, 15 min):", " ".join(f"{v:.2f}" for v in os.getloadavg()))
     print(f"reference (118, 27) x (27, 118) product: {reference_product_us():.1f} µs (the machine's speed now)")
 
