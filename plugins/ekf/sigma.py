@@ -36,7 +36,7 @@ import numpy as np
 from filterpy.kalman import MerweScaledSigmaPoints
 from robotid_sim_plugins.ekf.filter import diverged, singular
 from robotid_sim_plugins.ekf.process import SingularMassMatrix
-from robotid_sim_plugins.ekf.sigma_kernel import positive_definite, sigma_correct, sigma_predict, sigma_roots
+from robotid_sim_plugins.ekf.sigma_kernel import sigma_correct, sigma_predict, sigma_roots, still_physical
 from robotid_sim_plugins.ekf.stream import StreamFilter
 from scipy.linalg.lapack import dpotrf
 
@@ -134,9 +134,7 @@ class CompiledSteps:
         (its inverse Minv (n, n)) stopped being positive definite: the estimate left the physical parameters, and
         its forward dynamics mean nothing (the filter diverged, however finite its numbers). A start whose mass
         matrix is not positive definite (λ0 = 0.1 on a large robot) is left to reach one first."""
-        if positive_definite(Minv):  # its symmetric part
-            self.physical = True
-        elif self.physical:
+        if not still_physical(Minv, self._flags):  # the compiled steps' check, on M's symmetric part
             raise SingularMassMatrix
 
     def compiled_update(self, t, q, qd, qdd, tau, restart, step) -> np.ndarray:

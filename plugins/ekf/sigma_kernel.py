@@ -180,6 +180,16 @@ def positive_definite(A):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def still_physical(Minv, flags):  # pragma: no cover - compiled
+    """Whether the mean is still a physical model, from its M⁻¹ (n, n): ``flags[2]`` (int64) ← 1 where M is
+    positive definite; False where it is not and has been (the estimate left the physical parameters)."""
+    if positive_definite(Minv):
+        flags[2] = 1
+        return True
+    return not flags[2]
+
+
+@numba.njit(cache=True)
 def lower_cholesky(A, semidefinite=False):  # pragma: no cover - compiled
     """A's lower triangle (k, k) ← its Cholesky factor, in place (the upper triangle untouched); False where A is
     not positive definite (A then means nothing). ``semidefinite``: a pivot at or below zero (rounding's, for a

@@ -15,7 +15,7 @@ import math
 import numba
 import numpy as np
 from robotid_sim_plugins.ekf.compiled import sigma_dynamics
-from robotid_sim_plugins.ekf.sigma_kernel import positive_definite, sigma_correct, sigma_predict
+from robotid_sim_plugins.ekf.sigma_kernel import sigma_correct, sigma_predict, still_physical
 
 #: what :func:`sigma_step` returns: done; a singular mass matrix at a point, or the mean's stopped being
 #: positive definite (the estimate left the physical parameters); a covariance that is not positive definite
@@ -114,18 +114,8 @@ def sigma_step(
 
 
 @numba.njit(cache=True)
-def still_physical(Minv, flags):  # pragma: no cover - compiled
-    """``SigmaPointFilter.check_physical`` of the mean's M⁻¹ (n, n): False where its mass matrix stopped being
-    positive definite (``flags[2]``: it has been)."""
-    if positive_definite(Minv):
-        flags[2] = 1
-        return True
-    return not flags[2]
-
-
-@numba.njit(cache=True)
 def correction_noise(Minv, flags, noise, sample, t_rel):  # pragma: no cover - compiled
-    """(whether the mean is still a physical model (:func:`still_physical`), its torque noise R_τ (n, n), the
+    """(whether the mean is still a physical model (``sigma_kernel.still_physical``), its torque noise R_τ (n, n), the
     measured rows z (m,) and their noise R (m, m) (:func:`measurement_noise`)) of a correction at the mean's M⁻¹."""
     physical = still_physical(Minv, flags)
     tau_noise = (Minv * noise[1]) @ Minv.T
