@@ -148,3 +148,24 @@ def test_the_jacobian_at_a_velocity_near_zero_does_not_read_coulombs_jump_as_a_s
     away = slope(-1e-3)
     for near in (-5e-7, 0.0, 5e-7):
         np.testing.assert_allclose(slope(near), away, rtol=0.05, atol=0.05 * np.abs(away).max())
+
+
+def test_the_compiled_jacobian_is_the_numpy_one_with_each_joints_friction_slope_on_its_own_column(planar3r_problem):
+    """The compiled A = ∂qdd/∂x takes the friction law at x's velocities and at each joint's stepped one (a joint's
+    friction depends on its own velocity only) instead of in all 2n + 1 copies: the numpy path's Jacobian (the
+    regressor in every copy) to rounding, at velocities where every joint's Coulomb and viscous slopes differ."""
+    from robotid_sim_plugins.ekf.compiled import CompiledChain
+    from robotid_sim_plugins.ekf.stream import acceleration_jacobian
+
+    problem, truth = planar3r_problem
+    n, b = problem.n_dof, problem.base.count
+    numpy_path = EulerProcessModel(problem.base.regressor, n, b, 0.001, SIGNALS)
+    chain = CompiledChain.from_problem(problem)
+    compiled = EulerProcessModel(problem.base.regressor, n, b, 0.001, SIGNALS, chain=chain)
+    x = np.concatenate([[0.3, -0.4, 0.5], [0.02, -0.7, 1.3], truth])
+    qdd, Minv = numpy_path.forward_dynamics(x, np.array([1.0, 0.5, 0.2]))
+    expected = acceleration_jacobian(numpy_path, x, qdd, Minv)
+    got = acceleration_jacobian(compiled, x, qdd, Minv)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7 * np.abs(expected).max())
+    velocity = expected[:, n : 2 * n]
+    assert np.abs(velocity - velocity.T).max() > 1e-3 * np.abs(velocity).max()  # the columns tell joints apart

@@ -193,14 +193,15 @@ def acceleration_jacobian(chain, x, qdd, Minv, A):  # pragma: no cover - compile
     """A = ∂qdd/∂x = −M⁻¹ [∂τ/∂q, ∂τ/∂qd, Y(q, qd, qdd)] (n, d) at state x (d,) with acceleration qdd (n,):
     ∂τ/∂q and ∂τ/∂qd at fixed qdd by forward differences (steps 1e-6·max(1, |·|), a velocity's away from zero and
     from +0 at zero, :data:`~robotid_sim_plugins.ekf.process.TINY`: no difference crosses Coulomb's sign) of the
-    inverse dynamics (one batched RNEA and the friction law; the rotor term does not depend on q, qd), Y from one
+    inverse dynamics (one batched RNEA; the friction law at x's velocities and at each joint's stepped one, a
+    joint's friction depending on its own velocity only; the rotor term does not depend on q, qd), Y from one
     regressor evaluation."""
     kind, parent, axis, R0, p0, g, colmap, nrot, fkind, alpha, vs, smoothing, unit, standard = chain
     n = qdd.shape[0]
     b = x.shape[0] - 2 * n
     k = unit.shape[0]
     r = 2 * n + 1
-    inert, rotor, fvals = np.empty((n, 10)), np.empty(n), np.empty((r, n, k))
+    inert, rotor, fvals = np.empty((n, 10)), np.empty(n), np.empty((2, n, k))
     _on_standard_columns(chain, x[2 * n :], inert, rotor, fvals)
     eps = np.empty(2 * n)
     Q = np.empty((r, n))
@@ -221,10 +222,15 @@ def acceleration_jacobian(chain, x, qdd, Minv, A):  # pragma: no cover - compile
         QD[n + 1 + i, i] += eps[n + i]
     tq = np.empty((r, n))
     rnea_serial(kind, parent, axis, R0, p0, inert, g, Q, QD, ACC, tq)
-    if k:
-        friction = np.empty((r, n))
-        friction_per_copy(fkind, fvals, alpha, vs, smoothing, QD, friction)
-        tq += friction
+    if k:  # a joint's friction depends on its own velocity only: at x's and at each joint's stepped velocity
+        speeds, friction = np.empty((2, n)), np.empty((2, n))
+        speeds[0] = QD[0]
+        for i in range(n):
+            speeds[1, i] = QD[n + 1 + i, i]
+        friction_per_copy(fkind, fvals, alpha, vs, smoothing, speeds, friction)
+        for s in range(r):
+            for i in range(n):
+                tq[s, i] += friction[1 if s == n + 1 + i else 0, i]
     J = np.empty((n, 2 * n + b))
     for i in range(n):
         for s in range(2 * n):
