@@ -14,7 +14,8 @@ from robotid_sim_plugins.ekf.sigma_kernel import (
     sigma_roots,
     sigma_states,
 )
-from robotid_sim_plugins.ekf.square_root import psd_sqrt, qr_factor
+from robotid_sim_plugins.ekf.square_root import psd_sqrt, qr_factor, qr_triangle, qr_workspace
+from scipy.linalg.lapack import dgeqrf
 
 
 def _symmetric(packed: np.ndarray, n: int) -> np.ndarray:
@@ -96,6 +97,27 @@ def test_the_unscented_covariance_about_the_centre_point_is_filterpys_with_no_ne
     np.testing.assert_allclose(moments[0], mean, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(moments[1], first)
     np.testing.assert_allclose(moments[2], expected, rtol=1e-9, atol=1e-9)
+
+
+def test_the_square_root_filters_qr_gets_lapacks_blocked_workspace(monkeypatch):
+    """scipy's ``dgeqrf`` defaults to a workspace of 3k for k columns, which leaves LAPACK a block of 3 columns;
+    the filters' QR asks LAPACK for its optimal one (a block of at least 8 columns) and still gives numpy's R (up
+    to the rows' signs) for the SR-UKF's compound's shape (136 × 118)."""
+    from robotid_sim_plugins.ekf import square_root
+
+    asked = []
+
+    def recording(a, **kwargs):
+        asked.append(kwargs.get("lwork"))
+        return dgeqrf(a, **kwargs)
+
+    monkeypatch.setattr(square_root, "dgeqrf", recording)
+    A = np.random.default_rng(7).standard_normal((136, 118))
+    R = np.triu(qr_triangle(np.asfortranarray(A)))
+    assert asked == [qr_workspace(136, 118)] and asked[0] >= 8 * 118
+    expected = np.linalg.qr(A, mode="r")
+    signs = np.sign(np.diag(R) * np.diag(expected))
+    np.testing.assert_allclose(signs[:, None] * R, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
 
 
 def test_factors_equal_numpy_cholesky():

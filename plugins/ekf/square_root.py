@@ -33,6 +33,7 @@ a QR (a sum of squares), every update Carlson's, never a subtraction of covarian
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numba
 import numpy as np
@@ -46,7 +47,7 @@ from robotid_sim_plugins.ekf.stream import (
     posterior_linearization,
     torque_form,
 )
-from scipy.linalg.lapack import dgeqrf, dtpqrt
+from scipy.linalg.lapack import dgeqrf, dgeqrf_lwork, dtpqrt
 
 
 @numba.njit(cache=True)
@@ -62,11 +63,19 @@ def signed_lower(R, S):  # pragma: no cover - compiled
 
 def qr_triangle(A: np.ndarray) -> np.ndarray:
     """The (k, k) view of R in the upper triangle of A (N, k), N ≥ k, after LAPACK's QR of A (Fortran-ordered:
-    overwritten; else a copy is factored); below the diagonal the reflectors."""
-    factored, _, _, info = dgeqrf(A, overwrite_a=1)
+    overwritten; else a copy is factored); below the diagonal the reflectors. With LAPACK's optimal workspace
+    (:func:`qr_workspace`): scipy's default, 3k, leaves ``dgeqrf`` blocks of 3 columns (the same R on the
+    SR-UKF's 136 × 118 compound, a few µs slower)."""
+    factored, _, _, info = dgeqrf(A, lwork=qr_workspace(*A.shape), overwrite_a=1)
     if info:
         raise np.linalg.LinAlgError("QR")
     return factored[: A.shape[1]]
+
+
+@lru_cache(maxsize=32)
+def qr_workspace(rows: int, columns: int) -> int:
+    """LAPACK's optimal workspace for ``dgeqrf`` of a (rows, columns) matrix (its workspace query)."""
+    return max(int(dgeqrf_lwork(rows, columns)[0]), 3 * columns, 1)
 
 
 def lower_factor(R: np.ndarray) -> np.ndarray:
