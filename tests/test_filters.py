@@ -168,6 +168,39 @@ def test_online_streaming_refuses_an_estimator_that_is_not_a_filter(study):
         next(stream_estimates(_problem(study, "noisy", 50), plugins.get_estimator("ols")()))
 
 
+def test_identify_online_prints_the_estimate_as_it_converges_and_refuses_what_it_cannot_do(study, tmp_path, capsys):
+    """`robotid-sim identify --online`: the recording streamed sample by sample, the estimate printed at ten points of
+    the stream (times rising, the numbers of the streaming run to the four digits printed, the last its end); an
+    estimator that does not stream, --out and a --validate study are one error line each, exit 2, nothing printed
+    as a result."""
+    import robotid_sim as rid
+    from robotid_sim.cli import main
+    from robotid_sim.sim.dataset import load_dataset_for_robot
+
+    robot = rid.load_robot("prrrp")
+    path = study[1].slice(0, 200).save(tmp_path / "log.npz")
+    command = ["identify", "--online", "--robot", "prrrp", "--data", str(path), "--estimator", "ukf"]
+    assert main(command) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    problem = IdentificationProblem(robot.structure(), load_dataset_for_robot(path, robot))
+    expected = list(stream_estimates(problem, plugins.get_estimator("ukf")()))
+    header = lines[0].split()  # the first eight of prrrp's nine base parameters, then "..."
+    assert header[:4] == ["ukf,", "online:", "t", "(s)"] and header[4:] == [*problem.base_parameter_names[:8], "..."]
+    assert len(lines) == 1 + len(expected) == 11
+    printed = np.array([[float(v) for v in line.split()] for line in lines[1:]])
+    assert np.all(np.diff(printed[:, 0]) > 0) and printed[-1, 0] == pytest.approx(expected[-1][0], abs=1e-3)
+    np.testing.assert_allclose(printed[:, 1:], [values[:8] for _, values in expected], rtol=1e-3, atol=1e-9)
+    for extra, message in (
+        (["--estimator", "ols"], "'ols' does not run online"),
+        (["--out", str(tmp_path / "model.json")], "saves no model; drop --out"),
+        (["--validate", str(path)], "runs no --validate study"),
+    ):
+        assert main([*command[:-2], *extra]) == 2
+        out, err = capsys.readouterr()
+        assert message in " ".join(err.split()) and "Traceback" not in err and "online: t" not in out
+    assert not (tmp_path / "model.json").exists()
+
+
 def test_particle_filter_is_reproducible_and_reports_resampling(study):
     problem = _problem(study, "clean", 100)
     robot = study[0]
